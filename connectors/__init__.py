@@ -1,0 +1,1 @@
+"""First-party ACP connector servers, one sub-package per source (found by their ``acp.json``)."""

@@ -1,0 +1,103 @@
+"""The few places the core reaches past the public ``mcp`` 2.3 API, kept together.
+
+See ../shared/notes/mcp-sdk.md: per-connection state lives on a private attribute, the
+stock stdio loop drops malformed JSON without the JSON-RPC -32700 answer, and
+``acp/read_table`` needs a request model of its own. ``pyproject.toml`` pins ``mcp<2.4``
+so these seams are re-checked on every SDK upgrade.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.runner import serve_connection
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from pydantic import ConfigDict, ValidationError
+
+from .protocol import ACP_KEY, METHOD_READ_TABLE
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+class ReadTableRequest(types.Request[dict[str, Any], Literal["acp/read_table"]]):
+    method: Literal["acp/read_table"] = "acp/read_table"
+    params: dict[str, Any]
+
+
+class OpenResult(types.Result):
+    model_config = ConfigDict(extra="allow")  # the SDK's models drop unknown keys by default
+
+
+class OpenParams(types.RequestParams):
+    """Params of ``acp/configure``: every field is kept for the core to validate."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def connection_state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+    """Per-connection scratch state (one per stdio process or HTTP session)."""
+    connection: Connection = ctx.session._connection
+    return connection.state
+
+
+def connection_key(ctx: ServerRequestContext[Any, Any]) -> int:
+    return id(ctx.session._connection)
+
+
+def client_acp_capability(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any] | None:
+    caps = ctx.session.client_capabilities
+    acp = (caps.experimental or {}).get(ACP_KEY) if caps else None
+    return acp if isinstance(acp, dict) else None
+
+
+async def read_table(ctx: ServerRequestContext[Any, Any], params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """Send ``acp/read_table`` on the request's own channel; raises ``MCPError``."""
+    result = await ctx.session.send_request(
+        ReadTableRequest(method=METHOD_READ_TABLE, params=params),  # type: ignore[arg-type]
+        OpenResult,
+        request_read_timeout_seconds=timeout_s,
+        metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+    )
+    return result.model_dump(by_alias=True, exclude_none=True)
+
+
+async def serve_stdio_handshake_era(server: Server[Any], init_options: Any) -> None:
+    """Serve stdio in the handshake era, answering unparsable input with JSON-RPC errors.
+
+    ``Server.run`` would let a default SDK client negotiate 2026-07-28, which has no
+    back-channel for ``acp/read_table`` (notes §5, §7); the stock loop also drops a
+    malformed line silently, where JSON-RPC asks for -32700 / -32600 with ``id: null``.
+    """
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+
+        async def answer_unparsable(exc: Exception) -> None:
+            invalid_json = isinstance(exc, ValidationError) and any(
+                e.get("type") == "json_invalid" for e in exc.errors()
+            )
+            code, message = (
+                (PARSE_ERROR, "Parse error: the line is not valid JSON.")
+                if invalid_json
+                else (INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request or notification.")
+            )
+            error = types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
+            await write_stream.send(SessionMessage(error))
+
+        dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(
+            read_stream,
+            write_stream,
+            inline_methods=frozenset({"initialize"}),
+            on_stream_exception=answer_unparsable,
+        )
+        connection = Connection.for_loop(dispatcher, session_id=None)
+        async with server.lifespan(server) as lifespan_state:
+            await serve_connection(
+                server, dispatcher, connection=connection, lifespan_state=lifespan_state, init_options=init_options
+            )

@@ -1,0 +1,194 @@
+"""Autocontext rules that need no I/O (spec 6.3, 7): tool schemas, block descriptors,
+the ranking of the 25 suggestions and the ``on_first_call`` decision table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .declaration import Block, Connector, ResourceRef
+from .errors import UnknownBlock
+from .protocol import RESOURCE_SUGGESTIONS, BlockDescriptor, JsonObject, ResourceSummary
+from .settings import CallMeta
+
+
+def resource_argument(connector: Connector) -> JsonObject:
+    """The ``resource_id`` property injected into tools that need a resource (spec 6.2)."""
+    spec = connector.resources
+    return {
+        "type": "string",
+        "description": f"{spec.description} Format: {spec.format}. Omit to use the default resource.",
+    }
+
+
+def autocontext_schema(connector: Connector) -> tuple[JsonObject, JsonObject]:
+    """Published and validation schemas of ``autocontext`` (spec 7.3).
+
+    The published one enumerates block ids for the model; validation leaves them open
+    so an unknown id gets ACP_UNKNOWN_BLOCK with the valid list, as 7.3 requires.
+    """
+    block_ids = [b.id for b in connector.blocks]
+    properties: JsonObject = {}
+    if connector.resources.used:
+        properties["resource_id"] = {
+            "type": "string",
+            "description": f"{connector.resources.description} Format: {connector.resources.format}. "
+            "Omit to list the resources you can use.",
+        }
+    request_data: JsonObject = {
+        "type": "array",
+        "items": {"type": "string", "enum": block_ids},
+        "description": "Autocontext blocks to return (see autocontext_data). Empty or omitted = all.",
+    }
+    properties["request_data"] = request_data
+    if connector.resources.used:
+        properties["query"] = {
+            "type": "string",
+            "description": "Without resource_id: search all resources by name, group or id.",
+        }
+    published = {"type": "object", "properties": properties, "additionalProperties": False}
+    open_items = {**request_data, "items": {"type": "string"}}
+    validation = {**published, "properties": {**properties, "request_data": open_items}}
+    return published, validation
+
+
+def autocontext_description(connector: Connector) -> str:
+    title = connector.resources.title or "resource"
+    blocks = ", ".join(b.id for b in connector.blocks) or "none"
+    if not connector.resources.used:
+        return f"Context of this source before you use its tools. Blocks: {blocks}."
+    return (
+        f"Call this first, with the resource_id ({title}) you are going to query, before any other tool: "
+        f"it returns exact names and usual values so the first query is right. Blocks: {blocks}. "
+        "Without resource_id it lists the resources you can use (add query to search them)."
+    )
+
+
+def autocontext_data_schema(connector: Connector) -> JsonObject:
+    properties: JsonObject = {}
+    if connector.resources.used:
+        properties["resource_id"] = {
+            "type": "string",
+            "description": f"{connector.resources.description} Only blocks that apply to its level are listed.",
+        }
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+def descriptor(block: Block) -> BlockDescriptor:
+    out: BlockDescriptor = {"id": block.id, "description": block.description}
+    if block.applies_to:
+        out["applies_to"] = list(block.applies_to)
+    return out
+
+
+def applicable(blocks: Sequence[Block], ref: ResourceRef | None) -> list[Block]:
+    if ref is None:
+        return list(blocks)
+    return [b for b in blocks if b.applies_to is None or ref.level in b.applies_to]
+
+
+def requested_blocks(blocks: Sequence[Block], requested: Sequence[str]) -> list[Block]:
+    """Blocks named by ``request_data``, in that order; unknown ids fail the call (spec 7.3)."""
+    by_id = {b.id: b for b in blocks}
+    unknown = [r for r in requested if r not in by_id]
+    if unknown:
+        raise UnknownBlock(
+            f"Unknown autocontext block(s): {', '.join(unknown)}. Valid blocks: {', '.join(by_id) or 'none'}. "
+            "Call autocontext_data to see what each one contains."
+        )
+    return [by_id[r] for r in dict.fromkeys(requested)]
+
+
+def not_applicable_error(block: Block, ref: ResourceRef) -> str:
+    levels = ", ".join(block.applies_to or ())
+    return (
+        f"Block '{block.id}' applies to {levels} resources, not to a {ref.level}. "
+        f"Pass a resource_id of level {levels} to get it."
+    )
+
+
+def rank_suggestions(
+    resources: Sequence[ResourceSummary],
+    recent: Sequence[tuple[str, float]],
+    default_id: str | None,
+    query: str | None,
+) -> tuple[list[ResourceSummary], int]:
+    """Order: the default, then recently used, then the source's order (spec 6.3).
+
+    Returns the page (at most 25) and the number of candidates it was cut from.
+    """
+    by_id = {r["resource_id"]: r for r in resources}
+    needle = (query or "").strip().lower()
+    if needle:
+        candidates = [
+            r
+            for r in resources
+            if needle in r["resource_id"].lower()
+            or needle in r.get("name", "").lower()
+            or needle in r.get("group", "").lower()
+        ]
+    else:
+        candidates = list(resources)
+    recent_ids = {rid for rid, score in recent if score > 0}
+    ordered: list[ResourceSummary] = []
+    seen: set[str] = set()
+
+    def take(summary: ResourceSummary) -> None:
+        if summary["resource_id"] in seen:
+            return
+        seen.add(summary["resource_id"])
+        entry: ResourceSummary = {**summary}
+        if summary["resource_id"] in recent_ids:
+            entry["recent"] = True
+        ordered.append(entry)
+
+    if default_id:
+        known = by_id.get(default_id)
+        if known is not None:
+            take({**known, "configured": True})
+        else:
+            # spec 6.3: a configured id missing from the listing is still shown, marked.
+            take(
+                {
+                    "resource_id": default_id,
+                    "name": default_id,
+                    "description": "The configured default resource; it is not in this account's listing.",
+                    "configured": True,
+                }
+            )
+    candidate_ids = {r["resource_id"] for r in candidates}
+    for rid, _score in recent:
+        if rid in candidate_ids:
+            take(by_id[rid])
+    for summary in candidates:
+        take(summary)
+    return ordered[:RESOURCE_SUGGESTIONS], len(candidates)
+
+
+def suggestions_notice(shown: int, matching: int, total: int, query: str | None, default_id: str | None) -> str:
+    if total == 0 and not default_id:
+        return "No resources are available with these credentials. Ask the user to check the source's access."
+    if query:
+        head = (
+            f"Showing {shown} of {matching} resources matching '{query}' ({total} available)."
+            if shown < matching
+            else f"{matching} resources match '{query}' ({total} available)."
+        )
+    elif shown < total:
+        head = (
+            f"Showing {shown} of {total} available resources, most recently used first. "
+            "A resource missing from this page may still exist: search for it with query."
+        )
+    else:
+        head = f"{total} resources available."
+    if default_id:
+        head += f" The configured default is {default_id}."
+    return head + " Pass resource_id to get its autocontext."
+
+
+def should_attach(meta: CallMeta, first_time: bool) -> bool:
+    """The ``on_first_call`` table of spec 7.5, exactly."""
+    if meta.autocontext_delivered is True:
+        return False
+    if meta.session_id is None:
+        return meta.autocontext_delivered is False
+    return first_time

@@ -1,0 +1,164 @@
+"""Autocontext cache, recently used resources and proven credentials (spec 6.3, 7.4, 10.1).
+
+* :class:`BlockCache` keys entries by (credential identity, resource, block) with a TTL
+  each, in memory and, when ``ACP_CACHE_DIR`` is set, on disk. Keys are hashed; no entry
+  ever holds credentials.
+* :class:`RecencyStore` keeps an exponentially decaying use score per resource and per
+  identity (14-day half-life), persisted under ``ACP_CACHE_DIR``.
+* :class:`ProvenCredentials` remembers, for this process only, which exact credentials
+  authenticated. Cached data is served only to those, so a wrong password cannot read
+  schemas that a right one cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import jsonio
+from .protocol import RECENT_HALF_LIFE_S, JsonObject
+
+_MISS = object()
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
+
+
+def _atomic_write(path: Path, payload: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(payload)
+    os.replace(tmp, path)
+
+
+class BlockCache:
+    """TTL cache for autocontext blocks and resource listings."""
+
+    def __init__(self, directory: Path | None, clock: Callable[[], float] = time.time) -> None:
+        self._directory = directory
+        self._clock = clock
+        self._memory: dict[str, tuple[float, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _key(self, identity: str, resource: str, block: str) -> str:
+        return _digest(identity, resource, block)
+
+    def get(self, identity: str, resource: str, block: str) -> Any:
+        """The cached value, or :data:`MISS`."""
+        key = self._key(identity, resource, block)
+        now = self._clock()
+        with self._lock:
+            hit = self._memory.get(key)
+        if hit is not None:
+            if hit[0] > now:
+                return hit[1]
+            with self._lock:
+                self._memory.pop(key, None)
+        if self._directory is None:
+            return _MISS
+        path = self._directory / f"{key}.json"
+        try:
+            entry = jsonio.loads(path.read_bytes())
+        except (OSError, ValueError):
+            return _MISS
+        if not isinstance(entry, dict) or entry.get("expires", 0) <= now:
+            path.unlink(missing_ok=True)
+            return _MISS
+        with self._lock:
+            self._memory[key] = (entry["expires"], entry["data"])
+        return entry["data"]
+
+    def put(self, identity: str, resource: str, block: str, data: Any, ttl_s: float) -> None:
+        key = self._key(identity, resource, block)
+        expires = self._clock() + ttl_s
+        with self._lock:
+            self._memory[key] = (expires, data)
+        if self._directory is not None:
+            # The disk cache is an optimization; memory still serves if the write fails.
+            with contextlib.suppress(OSError):
+                _atomic_write(self._directory / f"{key}.json", jsonio.dumps({"expires": expires, "data": data}))
+
+
+MISS = _MISS
+
+
+class RecencyStore:
+    """Recently used resources per identity, scored with exponential decay (spec 6.3)."""
+
+    def __init__(
+        self, directory: Path | None, clock: Callable[[], float] = time.time, half_life_s: float = RECENT_HALF_LIFE_S
+    ) -> None:
+        self._directory = directory
+        self._clock = clock
+        self._half_life = half_life_s
+        self._scores: dict[str, dict[str, tuple[float, float]]] = {}
+        self._lock = threading.Lock()
+
+    def _load(self, identity: str) -> dict[str, tuple[float, float]]:
+        scores = self._scores.get(identity)
+        if scores is not None:
+            return scores
+        scores = {}
+        if self._directory is not None:
+            try:
+                raw = json.loads((self._directory / f"{_digest(identity)}.json").read_text("utf-8"))
+                scores = {k: (float(v[0]), float(v[1])) for k, v in raw.items()}
+            except (OSError, ValueError, TypeError, IndexError):
+                scores = {}
+        self._scores[identity] = scores
+        return scores
+
+    def _decayed(self, score: float, at: float, now: float) -> float:
+        return float(score * 0.5 ** (max(now - at, 0.0) / self._half_life))
+
+    def record(self, identity: str, resource_id: str) -> None:
+        now = self._clock()
+        with self._lock:
+            scores = self._load(identity)
+            score, at = scores.get(resource_id, (0.0, now))
+            scores[resource_id] = (self._decayed(score, at, now) + 1.0, now)
+            snapshot = {k: list(v) for k, v in scores.items()}
+        if self._directory is not None:
+            with contextlib.suppress(OSError):
+                _atomic_write(self._directory / f"{_digest(identity)}.json", json.dumps(snapshot).encode())
+
+    def ranked(self, identity: str) -> list[tuple[str, float]]:
+        """Resources by current decayed score, highest first."""
+        now = self._clock()
+        with self._lock:
+            scores = dict(self._load(identity))
+        ranked = [(rid, self._decayed(s, at, now)) for rid, (s, at) in scores.items()]
+        return sorted(ranked, key=lambda item: item[1], reverse=True)
+
+
+class ProvenCredentials:
+    """Which exact credentials authenticated in this process (memory only, keyed by HMAC)."""
+
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)  # per process: the fingerprints mean nothing elsewhere
+        self._proven: set[str] = set()
+        self._lock = threading.Lock()
+
+    def fingerprint(self, credentials: JsonObject) -> str:
+        canonical = json.dumps(credentials, sort_keys=True, separators=(",", ":"), default=str)
+        return hmac.new(self._key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def is_proven(self, credentials: JsonObject) -> bool:
+        with self._lock:
+            return self.fingerprint(credentials) in self._proven
+
+    def prove(self, credentials: JsonObject) -> None:
+        with self._lock:
+            self._proven.add(self.fingerprint(credentials))

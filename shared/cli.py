@@ -1,0 +1,54 @@
+"""Command line of every connector: ``python -m connectors.<id> [--http ...]`` (spec 13.3)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from .declaration import Connector
+
+
+def parse_args(connector: Connector, argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m connectors.{connector.id}",
+        description=f"{connector.title} ACP server. stdio by default; --http serves MCP Streamable HTTP on /mcp.",
+    )
+    parser.add_argument("--version", action="version", version=f"{connector.id} {connector.version} (ACP 1.0)")
+    parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="HTTP port (default $ACP_PORT or 7413)")
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("ACP_LOG_LEVEL", "warning"),
+        choices=["debug", "info", "warning", "error"],
+        help="log level; logs go to stderr as JSON lines",
+    )
+    return parser.parse_args(argv)
+
+
+def main(connector: Connector, argv: Sequence[str] | None = None) -> None:
+    """Run a connector over stdio (default) or Streamable HTTP."""
+    args = parse_args(connector, argv)
+    from .redaction import configure_logging
+
+    configure_logging(args.log_level)
+    import anyio
+
+    from .server import AcpRuntime
+
+    runtime = AcpRuntime(connector)
+    server = runtime.build_server()
+    if args.http:
+        port = args.port if args.port is not None else int(os.environ.get("ACP_PORT", "7413"))
+        from .http import serve_http
+
+        serve_http(server, host=args.host, port=port, log_level=args.log_level)
+        return
+    from ._sdk import serve_stdio_handshake_era
+
+    try:
+        anyio.run(serve_stdio_handshake_era, server, server.create_initialization_options())
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,203 @@
+"""What a tool or block function receives: credentials, resource, limits and helpers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+import anyio
+import anyio.to_thread
+
+from . import jsonio
+from .declaration import Connector, Principal, ResourceRef
+from .errors import (
+    CREDENTIALS_MISSING_MESSAGE,
+    AcpError,
+    CredentialsMissing,
+    HostTablesUnsupported,
+    ResourceRequired,
+    UpstreamError,
+)
+from .protocol import MODEL_ROWS_SINGLE, Header, JsonObject
+from .settings import Effective
+from .tablefiles import TableFiles
+from .tables import ModelView, SampleBudget, TableWriter
+
+log = logging.getLogger("acp")
+T = TypeVar("T")
+
+HostTableReader = Callable[[str], Awaitable[JsonObject]]
+
+
+@dataclass(frozen=True)
+class HostTableData:
+    """A table the host resolved for a ``table_ref`` argument (spec 8.8)."""
+
+    ref: str
+    headers: list[Header]
+    rows: list[JsonObject]
+
+
+class CallContext:
+    """Per-call view of the session: the only object connector code talks to."""
+
+    def __init__(
+        self,
+        *,
+        connector: Connector,
+        tool: str,
+        settings: Effective,
+        principal: Principal | None,
+        resource: ResourceRef | None,
+        call_id: str,
+        files: TableFiles,
+        host_tables: bool,
+        read_host_table: HostTableReader | None,
+        today: dt.date,
+        on_proven: Callable[[], None] | None = None,
+    ) -> None:
+        self.connector = connector
+        self.tool = tool
+        self.settings = settings
+        self.principal = principal
+        self.resource = resource
+        self.call_id = call_id
+        self.today = today
+        self.warnings: list[str] = []
+        self.cancelled = threading.Event()
+        self._files = files
+        self._host_tables = host_tables
+        self._read_host_table = read_host_table
+        self._writers: list[TableWriter] = []
+        self._on_proven = on_proven
+
+    # -- values the connector reads ---------------------------------------------------------
+    @property
+    def config(self) -> JsonObject:
+        """Effective source configuration (spec 5.3: merged by key)."""
+        return self.settings.config
+
+    @property
+    def credentials(self) -> JsonObject | None:
+        return self.settings.credentials
+
+    def require_credentials(self) -> JsonObject:
+        if not self.settings.credentials:
+            raise CredentialsMissing(CREDENTIALS_MISSING_MESSAGE)
+        return self.settings.credentials
+
+    def require_resource(self) -> ResourceRef:
+        if self.resource is None:
+            raise ResourceRequired("This tool needs a resource_id. Call autocontext without arguments to list them.")
+        return self.resource
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+    def mark_authenticated(self) -> None:
+        """Tell the core these exact credentials just worked against the source."""
+        if self._on_proven is not None:
+            self._on_proven()
+
+    # -- tables -----------------------------------------------------------------------------
+    def table(
+        self,
+        name: str = "result",
+        *,
+        columns: Sequence[Header | str] | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        dates: Sequence[str] | None = None,
+        model_view: ModelView | None = None,
+        primary: bool = False,
+    ) -> TableWriter:
+        """A streaming sink for one result table; use it inside :meth:`run_blocking`."""
+        settings = self.settings
+        spread = settings.row_limit if settings.sampling == "spread" else 0
+        writer = TableWriter(
+            name,
+            budget=SampleBudget(
+                head_rows=max(settings.row_limit, MODEL_ROWS_SINGLE),
+                spread_rows=spread,
+                inline_max_bytes=settings.inline_max_bytes,
+            ),
+            files=self._files,
+            columns=columns,
+            title=title,
+            description=description,
+            dates=dates,
+            model_view=model_view,
+            primary=primary,
+            cancelled=self.cancelled,
+        )
+        self._writers.append(writer)
+        return writer
+
+    def discard_tables(self) -> None:
+        for writer in self._writers:
+            writer.discard()
+
+    # -- blocking work ------------------------------------------------------------------------
+    async def run_blocking(self, fn: Callable[[], T], *, cancel: Callable[[], None] | None = None) -> T:
+        """Run a blocking driver call in a worker thread so the event loop keeps serving.
+
+        If the request is cancelled (``notifications/cancelled`` or the client leaving),
+        ``cancel`` interrupts the work at the source (``sqlite3.Connection.interrupt``,
+        a query cancel, ``jobs.cancel``) and row loops stop at the next row.
+        """
+        try:
+            return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            self.cancelled.set()
+            if cancel is not None:
+                try:
+                    cancel()
+                except Exception:
+                    log.warning("cancelling the work at the source failed", exc_info=True)
+            raise
+
+    # -- host tables (spec 8.8) -------------------------------------------------------------
+    async def read_table(self, ref: str) -> HostTableData:
+        """Ask the host for the table behind a ``table_ref`` argument."""
+        if not self._host_tables or self._read_host_table is None:
+            raise HostTablesUnsupported(
+                "This tool reads a host table through acp/read_table, and this client did not declare "
+                "host_tables. Use it from an ACP host (or the ACP bridge) that resolves table_ref ids."
+            )
+        answer = await self._read_host_table(ref)
+        return await anyio.to_thread.run_sync(_host_table_from_answer, ref, answer)
+
+
+def _host_table_from_answer(ref: str, answer: JsonObject) -> HostTableData:
+    malformed = UpstreamError(
+        f"The host answered acp/read_table for '{ref}' with a malformed table. "
+        "Ask the user to check the dataset in the host, or pass another table_ref."
+    )
+    headers = answer.get("headers")
+    if not isinstance(headers, list) or not all(isinstance(h, dict) and "name" in h for h in headers):
+        raise malformed
+    if answer.get("format") == "file":
+        rows = _read_uri(str(answer.get("table_uri", "")), malformed)
+    else:
+        rows = answer.get("table")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise malformed
+    return HostTableData(ref=ref, headers=headers, rows=rows)
+
+
+def _read_uri(uri: str, malformed: AcpError) -> Any:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        raise malformed
+    path = Path(url2pathname(parsed.path))
+    try:
+        return jsonio.loads(path.read_bytes())
+    except (OSError, ValueError):
+        raise malformed from None

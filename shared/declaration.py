@@ -1,0 +1,198 @@
+"""The declaration a connector makes; the core does the rest (spec 14.1).
+
+A connector is a :class:`Connector` value: identity, credentials, resources, tools,
+autocontext blocks and cost. Nothing here performs I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from .errors import AcpError
+from .protocol import AutocontextDelivery, CostModel, JsonObject, JsonValue, ResourceSummary
+
+if TYPE_CHECKING:
+    from .context import CallContext
+    from .results import Extraction, Info
+
+ToolKind = Literal["extraction", "info"]
+
+
+@dataclass(frozen=True)
+class ResourceRef:
+    """A normalized ``resource_id`` and its level in the source's hierarchy."""
+
+    id: str
+    level: str
+    parts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who the credentials are, without the secret (spec 7.4, 10.1).
+
+    ``identity`` keys caches and recency: a service-account email and key id, an OAuth
+    client and user, ``user@host/db``, a file's real path. ``secrets`` are the strings
+    the redactor must scrub (passwords, keys, tokens, a DSN's password).
+    """
+
+    identity: str
+    secrets: tuple[str, ...] = ()
+
+
+ANONYMOUS = Principal("anonymous")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """How a source authenticates.
+
+    ``identify`` validates the (schema-checked) credentials and derives the principal
+    without I/O. ``authenticate`` proves they work against the source; the core calls it
+    before serving cached autocontext to credentials not yet proven in this process.
+    """
+
+    schema: JsonObject
+    identify: Callable[[JsonObject], Principal]
+    authenticate: Callable[[JsonObject, CallContext], Awaitable[None]] | None = None
+
+    @property
+    def required(self) -> bool:
+        return bool(self.schema.get("oneOf") or self.schema.get("properties"))
+
+    @classmethod
+    def none(cls) -> Credentials:
+        """A source that needs no credentials (spec 4.2)."""
+        return cls(schema={"type": "object", "properties": {}}, identify=lambda _: ANONYMOUS)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """``resource_id`` metadata (spec 4.2, 6) and the functions behind it.
+
+    ``normalize`` is syntactic (no I/O): it accepts reasonable variants and returns the
+    canonical id and level. ``list`` returns every resource the credentials can reach, in
+    the source's order; the core ranks the 25 suggestions. ``check`` verifies that a
+    resource exists before autocontext runs its blocks.
+    """
+
+    description: str
+    format: str
+    examples: tuple[str, ...]
+    title: str | None = None
+    separators: tuple[str, ...] = ()
+    levels: tuple[str, ...] = ()
+    normalize: Callable[[str], ResourceRef] | None = None
+    list: Callable[[CallContext], Awaitable[Sequence[ResourceSummary]]] | None = None
+    check: Callable[[ResourceRef, CallContext], Awaitable[None]] | None = None
+
+    @property
+    def used(self) -> bool:
+        return self.format != "none"
+
+    @classmethod
+    def none(cls, description: str = "Not used: this source works on host tables.") -> Resources:
+        """No remote resource (spec 6.1): ``format: "none"``, no examples."""
+        return cls(description=description, format="none", examples=())
+
+
+@dataclass(frozen=True)
+class Cost:
+    model: CostModel = "free"
+    description: str = "No monetary cost per call."
+
+
+@dataclass(frozen=True)
+class Defaults:
+    row_limit: int = 25
+    cost_limit_usd: float = 0.0
+    field_limit: int | None = None
+    tables: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """A table that multi-table tools can produce (spec 8.7)."""
+
+    name: str
+    title: str
+    description: str | None = None
+    group: str | None = None
+    required: bool = False
+    tools: tuple[str, ...] | None = None
+
+
+ToolRun = Callable[[JsonObject, "CallContext"], Awaitable["Extraction | Info"]]
+BlockFetch = Callable[[ResourceRef, "CallContext"], Awaitable[JsonValue]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool. ``input_schema`` holds ``properties`` and ``required``; the core closes it
+    (``additionalProperties: false``) and adds ``resource_id`` and ``tables`` as the spec says.
+
+    Annotations tell the truth: a tool is read-only unless ``read_only=False``.
+    """
+
+    name: str
+    description: str
+    run: ToolRun
+    kind: ToolKind = "info"
+    title: str | None = None
+    input_schema: JsonObject = field(default_factory=lambda: {"properties": {}})
+    requires_resource: bool = True
+    requires_credentials: bool = True
+    levels: tuple[str, ...] | None = None
+    read_only: bool = True
+    destructive: bool = False
+    idempotent: bool | None = None
+    validation_schema: JsonObject | None = None  # only the core's reserved tools need it
+
+
+@dataclass(frozen=True)
+class Block:
+    """An autocontext block (spec 7.1): stable id, what it contains, where it applies, its TTL."""
+
+    id: str
+    description: str
+    fetch: BlockFetch
+    applies_to: tuple[str, ...] | None = None
+    ttl_s: int | None = None
+
+
+@dataclass(frozen=True)
+class Connector:
+    """Everything the core needs to serve one ACP source."""
+
+    id: str
+    title: str
+    version: str
+    description: str
+    instructions: str
+    credentials: Credentials
+    resources: Resources
+    tools: tuple[Tool, ...]
+    blocks: tuple[Block, ...] = ()
+    config_schema: JsonObject | None = None
+    defaults: Defaults = Defaults()
+    cost: Cost = Cost()
+    autocontext_ttl_s: int = 21600
+    delivery: tuple[AutocontextDelivery, ...] = ("inject", "suggest", "on_first_call")
+    table_catalog: tuple[CatalogEntry, ...] = ()
+    translate_error: Callable[[BaseException], AcpError | None] | None = None
+    open_world: bool = True
+    block_timeout_s: float = 30.0
+
+    @property
+    def extraction_tools(self) -> list[str]:
+        return [t.name for t in self.tools if t.kind == "extraction"]
+
+    def catalog_for(self, tool: Tool) -> list[CatalogEntry]:
+        """Catalog entries a tool produces; entries without ``tools`` cover every extraction tool."""
+        return [
+            e
+            for e in self.table_catalog
+            if (tool.name in e.tools if e.tools is not None else tool.kind == "extraction")
+        ]

@@ -1,0 +1,94 @@
+"""ACP 1.0 wire constants and shapes (spec Appendix A).
+
+Everything here is plain data: constants and ``TypedDict`` shapes of the JSON the core
+sends and receives. Behaviour lives in the other modules.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+
+ACP_VERSION = "1.0"
+ACP_KEY = "acp"  # key in capabilities.experimental and in _meta
+METHOD_CONFIGURE = "acp/configure"
+METHOD_READ_TABLE = "acp/read_table"
+TOOL_AUTOCONTEXT = "autocontext"
+TOOL_AUTOCONTEXT_DATA = "autocontext_data"
+RESERVED_TOOLS = (TOOL_AUTOCONTEXT, TOOL_AUTOCONTEXT_DATA)
+
+DATE_ANNOTATION = "x-acp-date"  # "start" | "end" | "template"
+INPUT_ANNOTATION = "x-acp-input"
+INPUT_TABLE_REF = "table_ref"
+
+RESOURCE_SUGGESTIONS = 25
+INLINE_MAX_BYTES = 5 * 1024 * 1024
+MAX_ROW_LIMIT = 5000
+MAX_FIELD_LIMIT = 200
+DEFAULT_FIELD_LIMIT = 20
+MODEL_ROWS_SINGLE = 50
+MODEL_ROWS_MULTI = 10
+MODEL_VIEW_MAX_VALUE_CHARS = 80
+RECENT_HALF_LIFE_S = 14 * 24 * 3600  # spec 6.3: exponential decay, 14-day half-life
+RESOURCE_LIST_TTL_S = 600  # spec 6.3: the reference caches the listing 600 s
+
+JsonValue: TypeAlias = Any
+JsonObject: TypeAlias = dict[str, Any]
+
+AutocontextDelivery = Literal["inject", "suggest", "on_first_call"]
+CostModel = Literal["free", "per_query", "per_byte", "per_row"]
+ColumnType = Literal["string", "integer", "number", "boolean", "date", "datetime", "json"]
+ColumnRole = Literal["dimension", "metric", "attribute"]
+ResultKind = Literal["autocontext", "autocontext_data", "extraction", "info", "error"]
+Sampling = Literal["head", "spread"]
+
+COLUMN_TYPES: tuple[ColumnType, ...] = ("string", "integer", "number", "boolean", "date", "datetime", "json")
+
+
+class Header(TypedDict):
+    """A typed column of ``system_data`` (spec 8.6)."""
+
+    name: str
+    type: ColumnType
+    role: NotRequired[ColumnRole]
+    description: NotRequired[str]
+
+
+class ResourceSummary(TypedDict):
+    """One entry of the resource suggestions (spec 6.3)."""
+
+    resource_id: str
+    name: str
+    description: NotRequired[str]
+    group: NotRequired[str]
+    recent: NotRequired[bool]
+    configured: NotRequired[bool]
+
+
+class BlockDescriptor(TypedDict):
+    id: str
+    description: str
+    applies_to: NotRequired[list[str]]
+
+
+class BlockResult(TypedDict):
+    id: str
+    description: str
+    data: NotRequired[JsonValue]
+    error: NotRequired[str]
+
+
+class ErrorPayload(TypedDict):
+    code: int
+    name: str
+    message: str
+    data: NotRequired[JsonObject]
+
+
+class HostTable(TypedDict):
+    """Answer of ``acp/read_table`` (spec 8.8): one table shaped like ``system_data``."""
+
+    format: Literal["inline", "file"]
+    row_count: int
+    headers: list[Header]
+    table: NotRequired[list[JsonObject]]
+    table_uri: NotRequired[str]

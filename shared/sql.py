@@ -1,0 +1,153 @@
+"""SQL understanding shared by SQL connectors, on ``sqlglot`` (imported lazily).
+
+* :func:`check_query_only` is the parser layer of read-only in depth (spec 10.4): one
+  statement, and it must be a query with no data-modifying node, no ``INTO`` and no
+  side-effect or file function. It is one layer of several; the engine's read-only mode
+  and the driver enforce the rest, so a statement sqlglot cannot parse is left to them.
+* :func:`date_literals` finds the key dates of a query for ``model_response.dates``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from .errors import InvalidArguments, ReadOnlyViolation
+
+logging.getLogger("sqlglot").setLevel(logging.ERROR)  # its "falling back to Command" warnings are noise
+
+_WRITE_NODES = (
+    "Insert",
+    "Update",
+    "Delete",
+    "Merge",
+    "Create",
+    "Drop",
+    "Alter",
+    "AlterColumn",
+    "Attach",
+    "Detach",
+    "Pragma",
+    "Transaction",
+    "Commit",
+    "Rollback",
+    "Analyze",
+    "Copy",
+    "Command",
+    "Use",
+    "Set",
+    "Grant",
+    "Revoke",
+    "TruncateTable",
+    "Kill",
+    "LoadData",
+    "Refresh",
+    "Cache",
+    "Uncache",
+)
+_STATEMENT_NAMES = {
+    "Insert": "INSERT",
+    "Update": "UPDATE",
+    "Delete": "DELETE",
+    "Merge": "MERGE",
+    "Create": "CREATE",
+    "Drop": "DROP",
+    "Alter": "ALTER",
+    "Attach": "ATTACH",
+    "Detach": "DETACH",
+    "Pragma": "PRAGMA",
+    "Transaction": "BEGIN",
+    "Commit": "COMMIT",
+    "Rollback": "ROLLBACK",
+    "Analyze": "ANALYZE",
+    "Copy": "COPY",
+    "Use": "USE",
+    "Set": "SET",
+    "Grant": "GRANT",
+    "Revoke": "REVOKE",
+    "TruncateTable": "TRUNCATE",
+    "LoadData": "LOAD DATA",
+}
+
+
+def _statement_name(node: Any) -> str:
+    from sqlglot import exp
+
+    kind = type(node).__name__
+    if isinstance(node, exp.Command):
+        return str(node.this).upper()
+    if kind in _STATEMENT_NAMES:
+        return _STATEMENT_NAMES[kind]
+    words = node.sql().split(None, 1)
+    return words[0].upper() if words else kind.upper()
+
+
+def _refuse(statement: str, detail: str = "") -> ReadOnlyViolation:
+    return ReadOnlyViolation(
+        f"This ACP is read-only: only SELECT queries are executed (the statement is {statement}{detail}). "
+        "Rewrite it as a single SELECT."
+    )
+
+
+def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] = ()) -> None:
+    """Refuse anything but one read-only query; raise ReadOnlyViolation naming what was found."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError, TokenError
+
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except (ParseError, TokenError):
+        return  # the engine parses it for real, under its own read-only layers
+    if not statements:
+        raise InvalidArguments("The SQL is empty. Send one SELECT query.")
+    writes = [s for s in statements if not isinstance(s, exp.Query)]
+    if len(statements) > 1:
+        if writes:
+            raise _refuse(_statement_name(writes[0]), ", after another statement")
+        raise InvalidArguments("Send one statement per call: split the queries into separate calls.")
+    statement = statements[0]
+    if writes:
+        raise _refuse(_statement_name(statement))
+    forbidden = {f.lower() for f in forbidden_functions}
+    for node in statement.walk():
+        kind = type(node).__name__
+        if kind in _WRITE_NODES:
+            raise _refuse(_statement_name(node), " inside the query")
+        if isinstance(node, exp.Into):
+            raise _refuse("SELECT … INTO")
+        if isinstance(node, exp.Func):
+            name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+            if name in forbidden:
+                raise ReadOnlyViolation(
+                    f"The function {name}() is not allowed: it reads or writes outside the database or has "
+                    "side effects. Rewrite the query without it."
+                )
+
+
+def date_literals(sql: str, dialect: str) -> list[str]:
+    """Date literals of a query (``'2026-09-01'``, ``'20260901'``, timestamps), in order, unique."""
+    import sqlglot
+    from sqlglot.errors import TokenError
+    from sqlglot import TokenType
+
+    try:
+        tokens = sqlglot.tokenize(sql, read=dialect)
+    except TokenError:
+        return []
+    found: dict[str, None] = {}
+    for token in tokens:
+        if token.token_type != TokenType.STRING:
+            continue
+        text = token.text.strip()
+        candidate = text[:10] if len(text) >= 10 and text[4:5] == "-" else text
+        if len(candidate) == 8 and candidate.isdigit():
+            candidate = f"{candidate[:4]}-{candidate[4:6]}-{candidate[6:]}"
+        try:
+            if len(candidate) == 10:
+                found[dt.date.fromisoformat(candidate).isoformat()] = None
+        except ValueError:
+            continue
+    return list(found)

@@ -1,0 +1,78 @@
+"""``table_uri`` files (spec 8.5): random names, owner-only permissions, removed after a TTL.
+
+The directory is ``ACP_TMP_DIR`` when the host sets it, else a private ``acp-results-*``
+folder under the system temporary directory. The host reads the file when it gets the
+response and should delete it; the TTL sweep removes what a host forgot.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import BinaryIO
+
+DEFAULT_TTL_S = 3600
+_SWEEP_EVERY_S = 60.0
+_SUFFIX = ".json"
+
+
+class TableFiles:
+    """Creates and expires the JSON files behind ``table_uri``."""
+
+    def __init__(self, prefix: str, directory: str | None = None, ttl_s: float = DEFAULT_TTL_S) -> None:
+        self.prefix = prefix
+        self.ttl_s = ttl_s
+        self._configured_dir = directory
+        self._dir: Path | None = None
+        self._lock = threading.Lock()
+        self._last_sweep = 0.0
+
+    @classmethod
+    def from_environment(cls, prefix: str) -> TableFiles:
+        ttl = float(os.environ.get("ACP_TABLE_TTL_S", DEFAULT_TTL_S))
+        return cls(prefix, os.environ.get("ACP_TMP_DIR") or None, ttl)
+
+    @property
+    def directory(self) -> Path:
+        with self._lock:
+            if self._dir is None:
+                if self._configured_dir:
+                    path = Path(self._configured_dir)
+                    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+                else:
+                    path = Path(tempfile.mkdtemp(prefix="acp-results-"))
+                self._dir = path.resolve()
+            return self._dir
+
+    def create(self) -> tuple[Path, BinaryIO]:
+        """A new file opened for writing, readable and writable by the owner only."""
+        self.sweep()
+        path = self.directory / f"{self.prefix}-{secrets.token_hex(16)}{_SUFFIX}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+        return path, os.fdopen(fd, "wb", buffering=1024 * 1024)
+
+    def sweep(self, force: bool = False) -> int:
+        """Delete this connector's files older than the TTL; return how many went."""
+        now = time.time()
+        if not force and now - self._last_sweep < _SWEEP_EVERY_S:
+            return 0
+        self._last_sweep = now
+        removed = 0
+        try:
+            entries = list(os.scandir(self.directory))
+        except OSError:
+            return 0
+        for entry in entries:
+            if not (entry.name.startswith(self.prefix + "-") and entry.name.endswith(_SUFFIX)):
+                continue
+            try:
+                if now - entry.stat().st_mtime > self.ttl_s:
+                    os.unlink(entry.path)
+                    removed += 1
+            except OSError:
+                continue  # another process (or the host) removed it first
+        return removed

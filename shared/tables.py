@@ -1,0 +1,437 @@
+"""Streaming table sink: typed headers, samples for the model, inline or ``table_uri`` (spec 8.5, 8.6).
+
+A connector appends rows as its cursor yields them (inside ``ctx.run_blocking``); the
+writer normalizes each cell, infers or enforces column types, keeps the few rows the
+model will see, and spills to a file once the table passes ``inline_max_bytes`` so
+memory stays flat however large the extraction is.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from . import jsonio
+from .protocol import COLUMN_TYPES, ColumnType, Header, JsonObject, Sampling
+from .tablefiles import TableFiles
+from .values import (
+    BINARY,
+    DATE,
+    NULL,
+    STRING,
+    ConversionError,
+    convert,
+    exact_number,
+    infer_type,
+    normalize,
+)
+
+_NONFINITE = 256  # a float NaN/Infinity delivered as null
+
+
+class CallCancelled(Exception):
+    """Raised inside a worker thread when its call was cancelled; stops the row loop."""
+
+
+@dataclass(frozen=True)
+class ModelView:
+    """Per-field view of an event table for the model (spec 8.2.1)."""
+
+    fields: tuple[str, ...]
+    max_value_chars: int = 80
+    max_rows: int | None = None
+
+    def as_json(self) -> JsonObject:
+        out: JsonObject = {"fields": list(self.fields), "max_value_chars": self.max_value_chars}
+        if self.max_rows is not None:
+            out["max_rows"] = self.max_rows
+        return out
+
+
+@dataclass(frozen=True)
+class SampleBudget:
+    """How many rows the writer keeps for the model and when it spills to disk."""
+
+    head_rows: int
+    spread_rows: int
+    inline_max_bytes: int
+
+
+@dataclass
+class TableData:
+    """A finished table: typed headers, full rows (inline or file) and the model's samples."""
+
+    name: str
+    headers: list[Header]
+    row_count: int
+    rows: list[JsonObject] | None
+    path: Path | None
+    head: list[JsonObject]
+    spread: list[JsonObject]
+    title: str | None = None
+    description: str | None = None
+    dates: list[str] | None = None
+    model_view: ModelView | None = None
+    primary: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def columns(self) -> list[str]:
+        return [h["name"] for h in self.headers]
+
+    def model_rows(self, row_limit: int, sampling: Sampling) -> list[JsonObject]:
+        """The rows the model sees under the general rule of spec 8.2."""
+        if row_limit <= 0:
+            return []
+        if self.row_count <= row_limit or sampling == "head" or not self.spread:
+            return self.head[:row_limit]
+        return _evenly(self.spread, row_limit)
+
+    def iter_rows(self) -> Iterable[JsonObject]:
+        """Every row, from memory or from the file (used by tests and the host)."""
+        if self.rows is not None:
+            yield from self.rows
+        elif self.path is not None:
+            yield from read_table_file(self.path)
+
+
+def read_table_file(path: Path) -> list[JsonObject]:
+    data = jsonio.loads(path.read_bytes())
+    if not isinstance(data, list):
+        raise ValueError("a table file holds a JSON array of objects")
+    return data
+
+
+def _evenly(candidates: list[JsonObject], count: int) -> list[JsonObject]:
+    if len(candidates) <= count:
+        return list(candidates)
+    if count == 1:
+        return [candidates[0]]
+    last = len(candidates) - 1
+    picks = sorted({round(i * last / (count - 1)) for i in range(count)})
+    return [candidates[i] for i in picks]
+
+
+class TableWriter:
+    """Accepts rows (mappings, or sequences after :meth:`set_columns`) and builds a :class:`TableData`."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        budget: SampleBudget,
+        files: TableFiles,
+        columns: Sequence[Header | str] | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        dates: Sequence[str] | None = None,
+        model_view: ModelView | None = None,
+        primary: bool = False,
+        cancelled: threading.Event | None = None,
+    ) -> None:
+        self.name = name
+        self.title = title
+        self.description = description
+        self.dates = list(dates) if dates is not None else None
+        self.model_view = model_view
+        self.primary = primary
+        self._budget = budget
+        self._files = files
+        self._cancelled = cancelled or threading.Event()
+        self._names: list[str] = []
+        self._index: dict[str, int] = {}
+        self._declared: list[ColumnType | None] = []
+        self._extra: list[dict[str, str]] = []
+        self._kinds: list[int] = []
+        self._detect: list[bool] = []
+        self._failed: list[bool] = []
+        self._warnings: list[str] = []
+        self._count = 0
+        self._rows: list[list[Any]] | None = []
+        self._encoded: list[bytes] = []
+        self._bytes = 2
+        self._path: Path | None = None
+        self._file: BinaryIO | None = None
+        self._columns_at_spill = 0
+        self._head: list[list[Any]] = []
+        self._stride = 1
+        self._spread: list[tuple[int, list[Any]]] = []
+        self._last: tuple[int, list[Any]] | None = None
+        self._finished = False
+        if columns:
+            self.set_columns(columns)
+
+    # -- columns -------------------------------------------------------------------------
+    def set_columns(self, columns: Sequence[Header | str]) -> None:
+        """Declare columns in order; a plain name means "infer the type from the values"."""
+        if self._names:
+            raise ValueError("columns are already set")
+        for column in columns:
+            if isinstance(column, str):
+                self._add_column(column, None, {})
+            else:
+                declared = column.get("type")
+                if declared not in COLUMN_TYPES:
+                    raise ValueError(f"column {column.get('name')!r} has an unknown type {declared!r}")
+                extra = {k: str(v) for k, v in column.items() if k in ("role", "description")}
+                self._add_column(column["name"], declared, extra)
+
+    def _add_column(self, name: str, declared: ColumnType | None, extra: dict[str, str]) -> int:
+        unique = name
+        suffix = 2
+        while unique in self._index:
+            unique = f"{name}_{suffix}"
+            suffix += 1
+        if unique != name:
+            self._warnings.append(f"Duplicate column name '{name}' renamed to '{unique}'.")
+        self._index[unique] = len(self._names)
+        self._names.append(unique)
+        self._declared.append(declared)
+        self._extra.append(extra)
+        self._kinds.append(NULL)
+        self._detect.append(declared is None)
+        self._failed.append(False)
+        return len(self._names) - 1
+
+    # -- rows ----------------------------------------------------------------------------
+    def append(self, row: Mapping[str, Any] | Sequence[Any]) -> None:
+        if self._cancelled.is_set():
+            raise CallCancelled
+        if isinstance(row, Mapping):
+            values: list[Any] = [None] * len(self._names)
+            for key, value in row.items():
+                index = self._index.get(key if isinstance(key, str) else str(key))
+                if index is None:
+                    index = self._add_column(str(key), None, {})
+                    values.append(None)
+                values[index] = self._cell(index, value)
+        else:
+            if len(row) != len(self._names):
+                raise ValueError(f"row has {len(row)} values for {len(self._names)} columns")
+            values = [self._cell(i, v) for i, v in enumerate(row)]
+        self._store(values)
+
+    def extend(self, rows: Iterable[Mapping[str, Any] | Sequence[Any]]) -> None:
+        for row in rows:
+            self.append(row)
+
+    def _cell(self, index: int, value: Any) -> Any:
+        declared = self._declared[index]
+        if value is None:
+            return None
+        if declared is not None and not self._failed[index]:
+            try:
+                return convert(value, declared)
+            except ConversionError:
+                self._failed[index] = True
+        normalized, kind = normalize(value, self._detect[index])
+        if normalized is None and value is not None:
+            kind = _NONFINITE
+        elif kind == STRING and self._detect[index]:
+            self._detect[index] = False  # spec 8.6: a plain string makes the column string
+        self._kinds[index] |= kind
+        return normalized
+
+    def _store(self, values: list[Any]) -> None:
+        index = self._count
+        self._count += 1
+        if len(self._head) < self._budget.head_rows:
+            self._head.append(values)
+        if self._budget.spread_rows:
+            if index % self._stride == 0:
+                self._spread.append((index, values))
+                if len(self._spread) > 2 * self._budget.spread_rows:
+                    self._spread = self._spread[::2]
+                    self._stride *= 2
+            self._last = (index, values)
+        encoded = jsonio.dumps(dict(zip(self._names, values, strict=False)))
+        if self._file is not None:
+            self._file.write(b",\n")
+            self._file.write(encoded)
+            return
+        assert self._rows is not None
+        self._rows.append(values)
+        self._encoded.append(encoded)
+        self._bytes += len(encoded) + 1
+        if self._bytes > self._budget.inline_max_bytes:
+            self._spill()
+
+    def _spill(self) -> None:
+        path, handle = self._files.create()
+        self._path, self._file = path, handle
+        handle.write(b"[\n")
+        handle.write(b",\n".join(self._encoded))
+        self._columns_at_spill = len(self._names)
+        self._rows, self._encoded = None, []
+
+    # -- finish --------------------------------------------------------------------------
+    def discard(self) -> None:
+        """Drop a partial table (the call failed or was cancelled)."""
+        self._finished = True
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._path is not None:
+            self._path.unlink(missing_ok=True)
+            self._path = None
+
+    def finish(self) -> TableData:
+        if self._finished:
+            raise RuntimeError("table already finished")
+        self._finished = True
+        types = [self._final_type(i) for i in range(len(self._names))]
+        fixers = self._fixers(types)
+        width = len(self._names)
+        fix = _row_fixer(fixers, width)
+        headers: list[Header] = []
+        for name, column_type, extra in zip(self._names, types, self._extra, strict=True):
+            header: Header = {"name": name, "type": column_type}
+            if "role" in extra:
+                header["role"] = extra["role"]  # type: ignore[typeddict-item]
+            if "description" in extra:
+                header["description"] = extra["description"]
+            headers.append(header)
+
+        rows: list[JsonObject] | None = None
+        if self._file is None:
+            assert self._rows is not None
+            fixed = [fix(r) for r in self._rows]
+            inline = [_exact_for_meta(r) for r in fixed]
+            if any(r is None for r in inline):
+                # A decimal a float would change: only the file keeps its digits (spec 8.6).
+                self._spill_fixed(fixed)
+            else:
+                rows = [dict(zip(self._names, r, strict=True)) for r in inline if r is not None]
+        else:
+            self._file.write(b"\n]\n")
+            self._file.close()
+            self._file = None
+            if fixers or self._columns_at_spill < width:
+                self._rewrite_file(fix)
+        self._rows, self._encoded = None, []
+
+        def as_dict(values: list[Any]) -> JsonObject:
+            return dict(zip(self._names, fix(values), strict=True))
+
+        spread_rows = [v for _, v in self._spread]
+        if self._last is not None and (not self._spread or self._spread[-1][0] != self._last[0]):
+            spread_rows.append(self._last[1])
+        return TableData(
+            name=self.name,
+            headers=headers,
+            row_count=self._count,
+            rows=rows,
+            path=self._path,
+            head=[as_dict(v) for v in self._head],
+            spread=[as_dict(v) for v in spread_rows],
+            title=self.title,
+            description=self.description,
+            dates=self.dates,
+            model_view=self.model_view,
+            primary=self.primary,
+            warnings=self._warnings + self._type_warnings(types),
+        )
+
+    def _final_type(self, index: int) -> ColumnType:
+        declared = self._declared[index]
+        if self._failed[index]:
+            return "string"
+        if declared is not None:
+            return declared
+        return infer_type(self._kinds[index] & ~_NONFINITE)
+
+    def _fixers(self, types: list[ColumnType]) -> dict[int, Callable[[Any], Any]]:
+        fixers: dict[int, Callable[[Any], Any]] = {}
+        for i, column_type in enumerate(types):
+            kinds = self._kinds[i] & ~(_NONFINITE | BINARY)
+            if self._failed[i]:
+                fixers[i] = _stringify
+            elif self._declared[i] is None:
+                if column_type == "datetime" and kinds & DATE:
+                    fixers[i] = _date_to_datetime
+                elif column_type == "string" and kinds & ~STRING:
+                    fixers[i] = _stringify
+        return fixers
+
+    def _type_warnings(self, types: list[ColumnType]) -> list[str]:
+        warnings = []
+        for i, name in enumerate(self._names):
+            if self._kinds[i] & BINARY:
+                warnings.append(f"Column '{name}' holds binary data; it is delivered as base64 text.")
+            if self._failed[i]:
+                warnings.append(
+                    f"Column '{name}' does not fit its declared type {self._declared[i]}; it is delivered as string."
+                )
+            if self._kinds[i] & _NONFINITE:
+                warnings.append(f"Column '{name}' had NaN or infinite values; they are delivered as null.")
+        return warnings
+
+    def _spill_fixed(self, rows: list[list[Any]]) -> None:
+        path, handle = self._files.create()
+        with handle:
+            handle.write(b"[\n")
+            handle.write(b",\n".join(jsonio.dumps(dict(zip(self._names, r, strict=True))) for r in rows))
+            handle.write(b"\n]\n")
+        self._path = path
+
+    def _rewrite_file(self, fix: Callable[[list[Any]], list[Any]]) -> None:
+        assert self._path is not None
+        old_path = self._path
+        new_path, handle = self._files.create()
+        with handle, old_path.open("rb") as source:
+            handle.write(b"[\n")
+            first = True
+            for raw_line in source:
+                line = raw_line.strip().rstrip(b",")
+                if line in (b"[", b"]", b""):
+                    continue
+                record = jsonio.loads(line)
+                values = fix([record.get(n) for n in self._names])
+                if not first:
+                    handle.write(b",\n")
+                handle.write(jsonio.dumps(dict(zip(self._names, values, strict=True))))
+                first = False
+            handle.write(b"\n]\n")
+        os.replace(new_path, old_path)
+
+
+def _stringify(value: Any) -> Any:
+    return None if value is None else convert(value, "string")
+
+
+def _date_to_datetime(value: Any) -> Any:
+    return value + "T00:00:00" if isinstance(value, str) and len(value) == 10 else value
+
+
+def _row_fixer(fixers: dict[int, Callable[[Any], Any]], width: int) -> Callable[[list[Any]], list[Any]]:
+    items = sorted(fixers.items())
+
+    def fix(values: list[Any]) -> list[Any]:
+        if len(values) < width:
+            values = values + [None] * (width - len(values))
+        if not items:
+            return values
+        values = list(values)
+        for index, fixer in items:
+            values[index] = fixer(values[index])
+        return values
+
+    return fix
+
+
+def _exact_for_meta(values: list[Any]) -> list[Any] | None:
+    """Replace decimals by lossless ints/floats for the SDK's serializer; None if one is lossy."""
+    if not any(isinstance(v, Decimal) for v in values):
+        return values
+    out = []
+    for value in values:
+        exact = exact_number(value) if isinstance(value, Decimal) else value
+        if isinstance(exact, Decimal):
+            return None
+        out.append(exact)
+    return out
