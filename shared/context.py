@@ -61,6 +61,7 @@ class CallContext:
         host_tables: bool,
         read_host_table: HostTableReader | None,
         today: dt.date,
+        tables_selected: list[str] | None = None,
         on_proven: Callable[[], None] | None = None,
     ) -> None:
         self.connector = connector
@@ -70,6 +71,7 @@ class CallContext:
         self.resource = resource
         self.call_id = call_id
         self.today = today
+        self.tables_selected = tables_selected  # spec 8.7: a tool may skip tables nobody asked for
         self.warnings: list[str] = []
         self.cancelled = threading.Event()
         self._files = files

@@ -395,7 +395,7 @@ class AcpRuntime:
         call.arguments = dict(args)
         if selection is not None:
             call.arguments["tables"] = selection
-        cctx = self._context(ctx, tool.name, eff, principal, resource, call)
+        cctx = self._context(ctx, tool.name, eff, principal, resource, call, selection)
         completed = False
         try:
             output = await tool.run(args, cctx)
@@ -496,6 +496,7 @@ class AcpRuntime:
         principal: Principal | None,
         resource: ResourceRef | None,
         call: _Call,
+        selection: list[str] | None = None,
     ) -> CallContext:
         caps = _sdk.client_acp_capability(ctx) or {}
 
@@ -525,6 +526,7 @@ class AcpRuntime:
             host_tables=bool(caps.get("host_tables")),
             read_host_table=read_host_table,
             today=local_today(),
+            tables_selected=selection,
             on_proven=on_proven,
         )
 

@@ -1,0 +1,168 @@
+"""Bad input, cancellation, concurrency, redaction and a clean stdio wire."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import TOY
+from toy_connector import TEST_CREDENTIALS
+
+pytestmark = pytest.mark.anyio
+META = {"credentials": TEST_CREDENTIALS, "autocontext_delivered": True}
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+
+
+def _raw_session(lines: list[str], env: dict[str, str], ids: set[int]) -> list[dict]:
+    """Pipe raw lines to a server and read stdout until every id in ``ids`` is answered (each line is JSON-RPC).
+
+    stdin stays open until then: at EOF the SDK drops requests still in flight.
+    """
+    process = subprocess.Popen(  # noqa: S603 - our own server
+        TOY, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**env, "PATH": "/usr/bin:/bin"},
+    )
+    assert process.stdin is not None and process.stdout is not None
+    replies = []
+    try:
+        process.stdin.write("\n".join(lines) + "\n")
+        process.stdin.flush()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            replies.append(json.loads(line))
+            ids.discard(replies[-1].get("id"))
+            if not ids:
+                break
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+    return replies
+
+
+def _line(obj: dict) -> str:
+    return json.dumps(obj)
+
+
+def test_malformed_json_and_invalid_requests_get_jsonrpc_errors(runtime_dirs) -> None:
+    lines = [
+        _line(INIT),
+        _line({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/list"',  # truncated JSON
+        "not json at all",
+        _line({"hello": "world"}),  # JSON, but not JSON-RPC
+        _line({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+        _line({"jsonrpc": "2.0", "id": 4, "method": "acp/unknown", "params": {}}),
+        _line({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "screenshot", "arguments": {}}}),
+    ]
+    replies = _raw_session(lines, runtime_dirs, ids={1, 3, 4, 5})
+    errors = [r for r in replies if r.get("id") is None]
+    assert [e["error"]["code"] for e in errors] == [-32700, -32700, -32600]
+    by_id = {r["id"]: r for r in replies if r.get("id") is not None}
+    assert [t["name"] for t in by_id[3]["result"]["tools"]][:2] == ["autocontext", "autocontext_data"]
+    assert by_id[4]["error"]["code"] == -32601
+    assert by_id[5]["result"]["_meta"]["acp"]["kind"] == "info"  # still serving after all of it
+
+
+async def test_unknown_tool_and_wrong_argument_types(toy_host) -> None:
+    async with toy_host() as host:
+        unknown = await host.call("drop_everything", {})
+        assert unknown.error_name == "ACP_INVALID_ARGUMENTS" and "Available tools: autocontext" in unknown.error["message"]
+        cases = [
+            ({"resource_id": "acc_1", "start_date": 20260101, "end_date": "today"}, "start_date"),
+            ({"resource_id": "acc_1", "start_date": "today", "end_date": "today", "rows": "ten"}, "rows"),
+            ({"resource_id": "acc_1", "start_date": "today", "end_date": "today", "rows": -1}, "rows"),
+            ({"resource_id": "acc_1", "start_date": "today"}, "end_date"),
+            ({"resource_id": "acc_1", "start_date": "today", "end_date": "today", "extra": 1}, "extra"),
+            ({"resource_id": "acc_1", "start_date": "the 5th", "end_date": "today"}, "start_date"),
+            ({"resource_id": "acc_1", "start_date": "today", "end_date": "3daysAgo"}, "reversed"),
+            ({"resource_id": 7, "start_date": "today", "end_date": "today"}, "resource_id"),
+        ]
+        for arguments, mention in cases:
+            result = await host.call("report", arguments, META)
+            assert result.error_name == "ACP_INVALID_ARGUMENTS", arguments
+            assert mention in result.error["message"], (arguments, result.error["message"])
+            assert "call again" in result.error["message"].lower() or "valid arguments" in result.error["message"].lower()
+
+
+async def test_template_markers_left_in_sql_are_explained(tmp_path, runtime_dirs) -> None:
+    from shared.host import AcpHost
+
+    database = tmp_path / "t.sqlite"
+    import sqlite3
+
+    sqlite3.connect(database).execute("CREATE TABLE t (d TEXT)").connection.commit()
+    async with AcpHost.for_module("databases", env=runtime_dirs) as host:
+        result = await host.call(
+            "execute_sql",
+            {"resource_id": "t", "sql": "SELECT * FROM t WHERE d BETWEEN '{{start_date}}' AND '{{end_date}}'"},
+            {"credentials": {"type": "sqlite", "path": str(database)}},
+        )
+        assert result.error_name == "ACP_INVALID_ARGUMENTS"
+        assert "host substitutes" in result.error["message"]
+
+
+async def test_cancellation_stops_the_work_at_the_source(toy_host, toy_state) -> None:
+    async with toy_host() as host:
+        started = time.monotonic()
+        with anyio.move_on_after(1.0):
+            await host.call("sleep", {"resource_id": "acc_1", "seconds": 30}, META)
+        assert time.monotonic() - started < 5
+        log = toy_state / "cancel.log"
+        with anyio.fail_after(5):
+            while not log.exists():
+                await anyio.sleep(0.05)
+        assert "stopped at source after cancel" in log.read_text("utf-8")
+        # And the server is still serving.
+        assert not (await host.call("screenshot", {})).is_error
+
+
+async def test_a_long_call_does_not_stall_other_requests(toy_host) -> None:
+    async with toy_host() as host, anyio.create_task_group() as group:
+        group.start_soon(host.call, "sleep", {"resource_id": "acc_1", "seconds": 3}, META)
+        await anyio.sleep(0.3)
+        started = time.monotonic()
+        tools = await host.list_tools()
+        quick = await host.call("screenshot", {})
+        assert time.monotonic() - started < 1.5
+        assert tools and not quick.is_error
+
+
+async def test_untyped_failures_are_upstream_errors_without_secrets(toy_host, runtime_dirs) -> None:
+    async with toy_host(env={"ACP_LOG_LEVEL": "debug"}) as host:
+        result = await host.call("crash", {}, META)
+        assert result.error_name == "ACP_UPSTREAM_ERROR" and result.error["code"] == -32018
+        assert "RuntimeError" in result.error["message"] and "[REDACTED]" in result.error["message"]
+        assert TEST_CREDENTIALS["api_key"] not in json.dumps(result.raw)
+        assert not (await host.call("screenshot", {})).is_error
+    stderr = host.stderr()
+    assert "ACP_UPSTREAM_ERROR" in stderr and TEST_CREDENTIALS["api_key"] not in stderr
+    for line in stderr.splitlines():
+        json.loads(line)  # structured logs: one JSON object per line
+
+
+def test_version_flag_and_help() -> None:
+    out = subprocess.run([*TOY, "--version"], capture_output=True, text=True, timeout=30, check=True)  # noqa: S603
+    assert out.stdout.strip() == "toy 9.9.9 (ACP 1.0)"
+    out = subprocess.run([sys.executable, "-m", "connectors.databases", "--help"], capture_output=True,  # noqa: S603
+                         text=True, timeout=30, check=True)
+    assert "--http" in out.stdout and "--log-level" in out.stdout
+
+
+def test_table_files_expire(tmp_path: Path) -> None:
+    """Spec 8.5 / issue: table_uri files are removed after a TTL if the host does not delete them."""
+    from shared.tablefiles import TableFiles
+
+    files = TableFiles("toy", str(tmp_path), ttl_s=0.5)
+    old, handle = files.create()
+    handle.close()
+    time.sleep(1.0)
+    assert files.sweep(force=True) == 1 and not old.exists()

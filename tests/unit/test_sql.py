@@ -1,0 +1,230 @@
+"""Unit tests for shared/sql.py: the parser layer of read-only (spec 10.4) and date literals."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.errors import InvalidArguments, ReadOnlyViolation
+from shared.sql import check_query_only, date_literals
+
+DIALECT = "sqlite"
+FORBIDDEN = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+
+# (statement, the statement type the message must name). Spec 10.4: statements that modify
+# data or schema, or have side effects, are refused with ACP_READ_ONLY_VIOLATION.
+WRITES: list[tuple[str, str]] = [
+    # data modification
+    ("INSERT INTO t VALUES (1)", "INSERT"),
+    ("INSERT INTO t SELECT * FROM s", "INSERT"),
+    ("insert or replace into t values (1)", "INSERT"),
+    ("REPLACE INTO t VALUES (1)", "REPLACE"),
+    ("INSERT INTO t (a) VALUES (1) ON CONFLICT(a) DO UPDATE SET a = 2", "INSERT"),  # upsert
+    ("UPDATE t SET a = 1", "UPDATE"),
+    ("update t set a = 1 where b in (select 1)", "UPDATE"),
+    ("DELETE FROM t", "DELETE"),
+    ("DELETE FROM t WHERE a = 1 RETURNING *", "DELETE"),
+    ("WITH x AS (SELECT 1) DELETE FROM t", "DELETE"),
+    ("WITH x AS (SELECT 1 AS a) INSERT INTO t SELECT a FROM x", "INSERT"),
+    # schema
+    ("CREATE TABLE t (a INT)", "CREATE"),
+    ("CREATE TEMP TABLE x (a)", "CREATE"),
+    ("CREATE TABLE t2 AS SELECT * FROM t", "CREATE"),
+    ("CREATE VIEW v AS SELECT 1", "CREATE"),
+    ("CREATE INDEX i ON t(a)", "CREATE"),
+    ("CREATE VIRTUAL TABLE v USING fts5(a)", "CREATE"),
+    ("DROP TABLE t", "DROP"),
+    ("DROP VIEW IF EXISTS v", "DROP"),
+    ("DROP INDEX i", "DROP"),
+    ("ALTER TABLE t ADD COLUMN b INT", "ALTER"),
+    ("ALTER TABLE t RENAME TO u", "ALTER"),
+    # other databases and files
+    ("ATTACH DATABASE '/tmp/other.db' AS other", "ATTACH"),
+    ("ATTACH '/tmp/other.db' AS other", "ATTACH"),
+    ("DETACH DATABASE other", "DETACH"),
+    ("DETACH other", "DETACH"),
+    ("VACUUM", "VACUUM"),
+    ("VACUUM INTO '/tmp/copy.db'", "VACUUM"),
+    ("vacuum main into '/tmp/copy.db'", "VACUUM"),
+    # pragma assignments
+    ("PRAGMA journal_mode = DELETE", "PRAGMA"),
+    ("PRAGMA writable_schema = 1", "PRAGMA"),
+    ("PRAGMA foreign_keys=OFF", "PRAGMA"),
+    ("PRAGMA user_version = 5", "PRAGMA"),
+    # transactions
+    ("BEGIN", "BEGIN"),
+    ("BEGIN TRANSACTION", "BEGIN"),
+    ("BEGIN IMMEDIATE", "BEGIN"),
+    ("COMMIT", "COMMIT"),
+    ("ROLLBACK", "ROLLBACK"),
+    ("ROLLBACK TO sp", "ROLLBACK"),
+    ("SAVEPOINT sp", "SAVEPOINT"),
+    ("RELEASE sp", "RELEASE"),
+    # data-modifying CTEs
+    ("WITH d AS (DELETE FROM t RETURNING a) SELECT * FROM d", "DELETE"),
+    ("WITH d AS (INSERT INTO t VALUES (1) RETURNING a) SELECT * FROM d", "INSERT"),
+    ("WITH d AS (UPDATE t SET a = 1 RETURNING a) SELECT * FROM d", "UPDATE"),
+    # SELECT ... INTO creates a table
+    ("SELECT * INTO t2 FROM t", "INTO"),
+    ("select a into newtab from t", "INTO"),
+    # several statements
+    ("SELECT 1; DROP TABLE t", "DROP"),
+    ("DROP TABLE t; SELECT 1", "DROP"),
+    ("SELECT 1 /* ; */ ; DELETE FROM t", "DELETE"),
+    ("SELECT 1 -- comment\n; DELETE FROM t", "DELETE"),
+    ("SELECT 1; /* cleanup */ DROP TABLE t", "DROP"),
+    # hidden after comments
+    ("/* harmless */ DROP TABLE t", "DROP"),
+    ("-- SELECT 1\nDELETE FROM t", "DELETE"),
+    ("/* SELECT */ DELETE FROM t", "DELETE"),
+    # case tricks
+    ("dElEtE fRoM t", "DELETE"),
+    ("DrOp TaBlE t", "DROP"),
+    ("InSeRt InTo t VaLuEs (1)", "INSERT"),
+]
+
+
+@pytest.mark.parametrize(("sql", "statement"), WRITES, ids=[w[0] for w in WRITES])
+def test_write_or_side_effect_statement_is_read_only_violation_naming_it(sql: str, statement: str) -> None:
+    with pytest.raises(ReadOnlyViolation) as info:
+        check_query_only(sql, DIALECT, FORBIDDEN)
+    assert info.value.code == -32019
+    assert info.value.name == "ACP_READ_ONLY_VIOLATION"
+    assert statement in info.value.message
+
+
+def test_write_corpus_is_large_enough() -> None:
+    assert len(WRITES) >= 30
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT load_extension('/tmp/evil.so')",
+        "select LOAD_EXTENSION('/tmp/evil.so')",
+        "SELECT readfile('/etc/passwd')",
+        "SELECT writefile('/tmp/x', 'y')",
+        "SELECT upper(load_extension('x'))",
+        "SELECT * FROM t WHERE a = (SELECT load_extension('x'))",
+        "WITH a AS (SELECT readfile('/etc/passwd') AS c) SELECT c FROM a",
+    ],
+)
+def test_forbidden_function_is_read_only_violation_naming_it(sql: str) -> None:
+    with pytest.raises(ReadOnlyViolation) as info:
+        check_query_only(sql, DIALECT, FORBIDDEN)
+    named = [f for f in ("load_extension", "readfile", "writefile") if f in info.value.message]
+    assert named, info.value.message
+    assert named[0] in sql.lower()
+
+
+def test_forbidden_functions_match_case_insensitively() -> None:
+    with pytest.raises(ReadOnlyViolation):
+        check_query_only("SELECT load_extension('x')", DIALECT, {"LOAD_EXTENSION"})
+
+
+def test_ordinary_functions_are_not_forbidden() -> None:
+    check_query_only("SELECT upper(name), count(*), date('now') FROM t GROUP BY 1", DIALECT, FORBIDDEN)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1",
+        "select * from t",
+        "SELECT a, b FROM t WHERE a > 1 ORDER BY b LIMIT 5",
+        "SELECT count(*) FROM t GROUP BY a HAVING count(*) > 1",
+        "WITH a AS (SELECT 1 AS x) SELECT x FROM a",
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5) SELECT x FROM c",
+        "SELECT 1 UNION SELECT 2",
+        "SELECT 1 UNION ALL SELECT 2",
+        "SELECT 1 INTERSECT SELECT 1",
+        "SELECT 1 EXCEPT SELECT 2",
+        "SELECT * FROM (SELECT a FROM t) s WHERE a IN (SELECT b FROM u)",
+        "SELECT * FROM (VALUES (1), (2))",
+        "VALUES (1, 2), (3, 4)",
+        "SELECT 'DELETE FROM t; DROP TABLE t'",
+        'SELECT "delete", "update" FROM t',
+        "SELECT 1;",
+        "/* a comment */ SELECT 1",
+        "SELECT 1 -- DROP TABLE t",
+        "SELECT 1; -- done",
+        "SELECT 1; /* end */",
+    ],
+)
+def test_read_only_query_passes(sql: str) -> None:
+    check_query_only(sql, DIALECT, FORBIDDEN)
+
+
+@pytest.mark.parametrize("sql", ["SELECT 1; SELECT 2", "SELECT a FROM t; WITH x AS (SELECT 1) SELECT * FROM x"])
+def test_two_plain_selects_are_invalid_arguments(sql: str) -> None:
+    with pytest.raises(InvalidArguments) as info:
+        check_query_only(sql, DIALECT, FORBIDDEN)
+    assert info.value.code == -32017
+
+
+def test_two_selects_separated_by_a_comment_are_invalid_arguments_not_a_write() -> None:
+    with pytest.raises(InvalidArguments):
+        check_query_only("SELECT 1; /* next */ SELECT 2", DIALECT, FORBIDDEN)
+
+
+@pytest.mark.parametrize("sql", ["", "   ", "\n\t", ";", "-- only a comment", "/* nothing */"])
+def test_empty_sql_is_invalid_arguments(sql: str) -> None:
+    with pytest.raises(InvalidArguments) as info:
+        check_query_only(sql, DIALECT, FORBIDDEN)
+    assert "empty" in info.value.message.lower()
+
+
+# -- date_literals ---------------------------------------------------------------------------------
+
+
+def test_date_literals_finds_dashed_and_compact_dates_in_order() -> None:
+    sql = "SELECT * FROM t WHERE d BETWEEN '2024-01-05' AND '20240131'"
+    assert date_literals(sql, DIALECT) == ["2024-01-05", "2024-01-31"]
+
+
+def test_date_literals_keeps_order_of_appearance_not_sorted() -> None:
+    sql = "SELECT * FROM t WHERE d = '2024-05-01' OR d = '2024-01-01'"
+    assert date_literals(sql, DIALECT) == ["2024-05-01", "2024-01-01"]
+
+
+def test_date_literals_are_unique() -> None:
+    sql = "SELECT * FROM t WHERE a = '2024-02-01' OR b = '20240201' OR c = '2024-02-01' OR d = '2024-03-01'"
+    assert date_literals(sql, DIALECT) == ["2024-02-01", "2024-03-01"]
+
+
+@pytest.mark.parametrize(
+    "literal", ["2024-04-02 10:00:00", "2024-04-02T10:00:00Z", "2024-04-02 10:00:00.123+02:00", "2024-04-02T23:59"]
+)
+def test_date_literals_takes_the_day_of_timestamp_literals(literal: str) -> None:
+    assert date_literals(f"SELECT * FROM t WHERE ts >= '{literal}'", DIALECT) == ["2024-04-02"]
+
+
+def test_date_literals_ignores_identifiers_and_numbers() -> None:
+    sql = 'SELECT "2024-01-01", [2024-01-02], `2024-01-03`, 20240104 FROM events_20240105'
+    assert date_literals(sql, DIALECT) == []
+
+
+@pytest.mark.parametrize(
+    "literal",
+    ["2024-02-30", "2023-02-29", "2024-13-01", "20240230", "20241301", "2024-6-1", "2024/06/01", "12345678", "abc"],
+)
+def test_date_literals_ignores_invalid_or_non_date_strings(literal: str) -> None:
+    assert date_literals(f"SELECT * FROM t WHERE a = '{literal}'", DIALECT) == []
+
+
+def test_date_literals_ignores_an_iso_week_string() -> None:
+    # '2024-W01-1' is neither YYYY-MM-DD nor YYYYMMDD.
+    assert date_literals("SELECT * FROM t WHERE week = '2024-W01-1'", DIALECT) == []
+
+
+def test_date_literals_ignores_commented_out_dates() -> None:
+    assert date_literals("SELECT '2024-01-01' -- '2024-01-02'", DIALECT) == ["2024-01-01"]
+
+
+def test_date_literals_mixes_valid_and_invalid() -> None:
+    sql = "SELECT * FROM t WHERE a IN ('2024-02-30', '2024-03-01', 'x', '20240302')"
+    assert date_literals(sql, DIALECT) == ["2024-03-01", "2024-03-02"]
+
+
+def test_date_literals_of_untokenizable_or_empty_sql_is_empty() -> None:
+    assert date_literals("SELECT 'unterminated", DIALECT) == []
+    assert date_literals("", DIALECT) == []
