@@ -114,7 +114,8 @@ def rank_suggestions(
 ) -> tuple[list[ResourceSummary], int]:
     """Order: the default, then recently used, then the source's order (spec 6.3).
 
-    Returns the page (at most 25) and the number of candidates it was cut from.
+    Returns the page (at most 25) and the size of the ordered pool it was cut from (the
+    matches, plus the configured default when it is not one of them).
     """
     by_id = {r["resource_id"]: r for r in resources}
     needle = (query or "").strip().lower()
@@ -161,25 +162,27 @@ def rank_suggestions(
             take(by_id[rid])
     for summary in candidates:
         take(summary)
-    return ordered[:RESOURCE_SUGGESTIONS], len(candidates)
+    return ordered[:RESOURCE_SUGGESTIONS], len(ordered)
 
 
-def suggestions_notice(shown: int, matching: int, total: int, query: str | None, default_id: str | None) -> str:
+def suggestions_notice(shown: int, pool: int, total: int, query: str | None, default_id: str | None) -> str:
+    """The page's notice; it says so whenever the page is not everything (spec 6.3)."""
     if total == 0 and not default_id:
         return "No resources are available with these credentials. Ask the user to check the source's access."
+    partial = shown < pool
     if query:
         head = (
-            f"Showing {shown} of {matching} resources matching '{query}' ({total} available)."
-            if shown < matching
-            else f"{matching} resources match '{query}' ({total} available)."
+            f"Showing {shown} of {pool} resources for the query '{query}' ({total} available)."
+            if partial
+            else f"{pool} resources for the query '{query}' ({total} available)."
         )
-    elif shown < total:
-        head = (
-            f"Showing {shown} of {total} available resources, most recently used first. "
-            "A resource missing from this page may still exist: search for it with query."
-        )
+    elif partial:
+        available = "available resources" if pool == total else f"resources ({total} available)"
+        head = f"Showing {shown} of {pool} {available}, most recently used first."
     else:
-        head = f"{total} resources available."
+        head = f"{total} resources available." if shown == total else f"{shown} resources ({total} available)."
+    if partial:
+        head += " A resource missing from this page may still exist: search for it with query."
     if default_id:
         head += f" The configured default is {default_id}."
     return head + " Pass resource_id to get its autocontext."

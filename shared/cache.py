@@ -73,8 +73,9 @@ class BlockCache:
             entry = jsonio.loads(path.read_bytes())
         except (OSError, ValueError):
             return _MISS
-        if not isinstance(entry, dict) or entry.get("expires", 0) <= now:
-            path.unlink(missing_ok=True)
+        expires = entry.get("expires") if isinstance(entry, dict) else None
+        if not isinstance(expires, (int, float)) or "data" not in entry or expires <= now:
+            path.unlink(missing_ok=True)  # expired, or not a file this cache wrote
             return _MISS
         with self._lock:
             self._memory[key] = (entry["expires"], entry["data"])
@@ -114,8 +115,8 @@ class RecencyStore:
         if self._directory is not None:
             try:
                 raw = json.loads((self._directory / f"{_digest(identity)}.json").read_text("utf-8"))
-                scores = {k: (float(v[0]), float(v[1])) for k, v in raw.items()}
-            except (OSError, ValueError, TypeError, IndexError):
+                scores = {str(k): (float(v[0]), float(v[1])) for k, v in raw.items()}
+            except (OSError, ValueError, TypeError, IndexError, KeyError, AttributeError):
                 scores = {}
         self._scores[identity] = scores
         return scores

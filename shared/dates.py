@@ -10,8 +10,10 @@ from typing import Any
 from .errors import InvalidArguments
 from .protocol import DATE_ANNOTATION, JsonObject
 
-_DAYS_AGO = re.compile(r"^(\d{1,5})daysAgo$")
-_COMPACT = re.compile(r"^\d{8}$")
+# ASCII digits only: \d would also accept other scripts' digits.
+_DAYS_AGO = re.compile(r"^([0-9]{1,5})daysAgo$")
+_COMPACT = re.compile(r"^[0-9]{8}$")
+_ISO = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 TEMPLATE_MARKERS = ("{{start_date}}", "{{end_date}}")
 DATE_FORMS = "YYYY-MM-DD, YYYYMMDD, today, yesterday or NdaysAgo"
 
@@ -28,11 +30,8 @@ def resolve_date(text: str, today: dt.date) -> dt.date:
         return today - dt.timedelta(days=int(match.group(1)))
     if _COMPACT.match(value):
         value = f"{value[:4]}-{value[4:6]}-{value[6:]}"
-    try:
-        if len(value) == 10:
-            return dt.date.fromisoformat(value)
-    except ValueError:
-        pass
+    if _ISO.match(value):  # fromisoformat alone would also take ISO week dates
+        return dt.date.fromisoformat(value)
     raise ValueError(value)
 
 

@@ -6,6 +6,7 @@ written verbatim through ``orjson.Fragment`` so no digit is lost.
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -16,7 +17,8 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 def _default(value: Any) -> Any:
     if isinstance(value, Decimal):
-        return orjson.Fragment(str(value))
+        # JSON has no NaN or Infinity; orjson writes non-finite floats as null too.
+        return orjson.Fragment(str(value)) if value.is_finite() else None
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
@@ -46,3 +48,8 @@ def dumps_text(value: Any) -> str:
 
 
 loads = orjson.loads
+
+
+def loads_exact(data: bytes | str) -> Any:
+    """Parse JSON keeping every integer and decimal digit (orjson would make floats of them)."""
+    return json.loads(data, parse_float=Decimal)

@@ -51,7 +51,7 @@ def _pieces(secret: str) -> list[str]:
     """The secret, its JSON-escaped form and its lines (a PEM key may leak line by line)."""
     if not isinstance(secret, str) or len(secret) < _MIN_FRAGMENT:
         return []
-    pieces = {secret, json.dumps(secret)[1:-1]}
+    pieces = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
     pieces.update(line.strip() for line in secret.splitlines())
     return [p for p in pieces if len(p) >= _MIN_FRAGMENT]
 

@@ -291,7 +291,7 @@ def _property_problem(prop: JsonObject, value: Any) -> str | None:
     if "const" in prop and value != prop["const"]:
         return f"must be {json.dumps(prop['const'])}"
     if expected in _JSON_TYPES and not _JSON_TYPES[expected](value):
-        return f"must be a {expected}"
+        return f"must be {'an' if expected == 'integer' else 'a'} {expected}"
     if "enum" in prop and value not in prop["enum"]:
         return "must be one of: " + ", ".join(str(v) for v in prop["enum"])
     if isinstance(value, (int, float)) and not isinstance(value, bool):

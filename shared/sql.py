@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from .errors import InvalidArguments, ReadOnlyViolation
+
+# 'YYYY-MM-DD' (optionally followed by a time) or 'YYYYMMDD', ASCII digits only.
+_DATE_LITERAL = re.compile(
+    r"^(?:([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[T ][0-9:.+\-Z]*)?|([0-9]{4})([0-9]{2})([0-9]{2}))$"
+)
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)  # its "falling back to Command" warnings are noise
 
@@ -98,12 +104,13 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
     from sqlglot.errors import ParseError, TokenError
 
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        # A comment after the last ";" parses as a Semicolon node: it is not a statement.
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None and not isinstance(s, exp.Semicolon)]
     except (ParseError, TokenError):
         return  # the engine parses it for real, under its own read-only layers
     if not statements:
         raise InvalidArguments("The SQL is empty. Send one SELECT query.")
-    writes = [s for s in statements if not isinstance(s, exp.Query)]
+    writes = [s for s in statements if not isinstance(s, (exp.Query, exp.Values))]
     if len(statements) > 1:
         if writes:
             raise _refuse(_statement_name(writes[0]), ", after another statement")
@@ -130,8 +137,8 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
 def date_literals(sql: str, dialect: str) -> list[str]:
     """Date literals of a query (``'2026-09-01'``, ``'20260901'``, timestamps), in order, unique."""
     import sqlglot
-    from sqlglot.errors import TokenError
     from sqlglot import TokenType
+    from sqlglot.errors import TokenError
 
     try:
         tokens = sqlglot.tokenize(sql, read=dialect)
@@ -141,13 +148,16 @@ def date_literals(sql: str, dialect: str) -> list[str]:
     for token in tokens:
         if token.token_type != TokenType.STRING:
             continue
-        text = token.text.strip()
-        candidate = text[:10] if len(text) >= 10 and text[4:5] == "-" else text
-        if len(candidate) == 8 and candidate.isdigit():
-            candidate = f"{candidate[:4]}-{candidate[4:6]}-{candidate[6:]}"
+        match = _DATE_LITERAL.match(token.text.strip())
+        if match is None:
+            continue
+        year, month, day = (
+            match.group(1) or match.group(4),
+            match.group(2) or match.group(5),
+            match.group(3) or match.group(6),
+        )
         try:
-            if len(candidate) == 10:
-                found[dt.date.fromisoformat(candidate).isoformat()] = None
+            found[dt.date(int(year), int(month), int(day)).isoformat()] = None
         except ValueError:
             continue
     return list(found)

@@ -8,6 +8,7 @@ memory stays flat however large the extraction is.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -101,7 +102,8 @@ class TableData:
 
 
 def read_table_file(path: Path) -> list[JsonObject]:
-    data = jsonio.loads(path.read_bytes())
+    """Every row of a table file, with exact integers and decimals."""
+    data = jsonio.loads_exact(path.read_bytes())
     if not isinstance(data, list):
         raise ValueError("a table file holds a JSON array of objects")
     return data
@@ -154,10 +156,10 @@ class TableWriter:
         self._count = 0
         self._rows: list[list[Any]] | None = []
         self._encoded: list[bytes] = []
-        self._bytes = 2
+        self._bytes = 1  # "[" and "]", minus the comma the first row does not need
+        self._min_width = 0  # fewest columns any encoded row had: a lower count needs a rewrite
         self._path: Path | None = None
         self._file: BinaryIO | None = None
-        self._columns_at_spill = 0
         self._head: list[list[Any]] = []
         self._stride = 1
         self._spread: list[tuple[int, list[Any]]] = []
@@ -224,15 +226,16 @@ class TableWriter:
         declared = self._declared[index]
         if value is None:
             return None
+        if _non_finite(value):
+            self._kinds[index] |= _NONFINITE  # any cell may be null (spec 8.6); JSON has no NaN
+            return None
         if declared is not None and not self._failed[index]:
             try:
                 return convert(value, declared)
             except ConversionError:
                 self._failed[index] = True
         normalized, kind = normalize(value, self._detect[index])
-        if normalized is None and value is not None:
-            kind = _NONFINITE
-        elif kind == STRING and self._detect[index]:
+        if kind == STRING and self._detect[index]:
             self._detect[index] = False  # spec 8.6: a plain string makes the column string
         self._kinds[index] |= kind
         return normalized
@@ -249,6 +252,8 @@ class TableWriter:
                     self._spread = self._spread[::2]
                     self._stride *= 2
             self._last = (index, values)
+        if index == 0 or len(values) < self._min_width:
+            self._min_width = len(values)
         encoded = jsonio.dumps(dict(zip(self._names, values, strict=False)))
         if self._file is not None:
             self._file.write(b",\n")
@@ -266,7 +271,6 @@ class TableWriter:
         self._path, self._file = path, handle
         handle.write(b"[\n")
         handle.write(b",\n".join(self._encoded))
-        self._columns_at_spill = len(self._names)
         self._rows, self._encoded = None, []
 
     # -- finish --------------------------------------------------------------------------
@@ -311,7 +315,7 @@ class TableWriter:
             self._file.write(b"\n]\n")
             self._file.close()
             self._file = None
-            if fixers or self._columns_at_spill < width:
+            if fixers or self._min_width < width:
                 self._rewrite_file(fix)
         self._rows, self._encoded = None, []
 
@@ -390,7 +394,7 @@ class TableWriter:
                 line = raw_line.strip().rstrip(b",")
                 if line in (b"[", b"]", b""):
                     continue
-                record = jsonio.loads(line)
+                record = jsonio.loads_exact(line)
                 values = fix([record.get(n) for n in self._names])
                 if not first:
                     handle.write(b",\n")
@@ -398,6 +402,12 @@ class TableWriter:
                 first = False
             handle.write(b"\n]\n")
         os.replace(new_path, old_path)
+
+
+def _non_finite(value: Any) -> bool:
+    return (isinstance(value, float) and not math.isfinite(value)) or (
+        isinstance(value, Decimal) and not value.is_finite()
+    )
 
 
 def _stringify(value: Any) -> Any:

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from toy_connector import COMMAND as TOY
 
 from shared.host import AcpHost
 
 ROOT = Path(__file__).resolve().parent.parent
-TOY = [sys.executable, str(ROOT / "tests" / "toy_connector.py")]
 
 
 def connector_folders() -> list[Path]:
@@ -61,4 +60,3 @@ def toy_host(tmp_path: Path, runtime_dirs: dict[str, str]) -> HostFactory:
 @pytest.fixture
 def toy_state(tmp_path: Path) -> Path:
     return tmp_path / "toy-state"
-

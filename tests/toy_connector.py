@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 import threading
 import time
 from decimal import Decimal
@@ -40,6 +41,7 @@ from shared import (
     UpstreamError,
 )
 
+COMMAND = [sys.executable, str(Path(__file__).resolve())]
 ACCOUNTS = 60
 TEST_CREDENTIALS = {"type": "api_key", "account": "team-a", "api_key": "toy-key-0123456789"}
 BIG_INT = 2**63 - 7
@@ -105,7 +107,7 @@ def normalize(text: str) -> ResourceRef:
         cleaned = cleaned[len("accounts.") :]
     parts = cleaned.split(".")
     if not parts[0].startswith("acc_") or len(parts) > 2 or not all(parts):
-        raise InvalidArguments(f"Invalid resource_id. Use acc_<n> or acc_<n>.<segment>, like acc_1 or acc_1.web.")
+        raise InvalidArguments("Invalid resource_id. Use acc_<n> or acc_<n>.<segment>, like acc_1 or acc_1.web.")
     return ResourceRef(id=cleaned, level="account" if len(parts) == 1 else "segment", parts=tuple(parts))
 
 
@@ -342,8 +344,13 @@ TOOLS = (
             "required": ["url"],
         },
     ),
-    Tool(name="echo_config", description="Echoes the effective configuration.", run=echo_config,
-         requires_resource=False, requires_credentials=False),
+    Tool(
+        name="echo_config",
+        description="Echoes the effective configuration.",
+        run=echo_config,
+        requires_resource=False,
+        requires_credentials=False,
+    ),
     Tool(
         name="segment_report",
         description="Only for segments.",

@@ -37,7 +37,7 @@ def build_demo_database(path: str | Path, seed: int = 7) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.unlink(missing_ok=True)
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - reproducible demo data, not security
     conn = sqlite3.connect(target)
     try:
         conn.executescript(
@@ -121,7 +121,9 @@ async def run_session(database: Path, workdir: Path) -> None:
         suggestions = await host.call("autocontext", {})
         _show("3. autocontext without a resource: what the model sees", suggestions.model_response)
 
-        context = await host.call("autocontext", {"resource_id": database.stem, "request_data": ["tables", "date_ranges"]})
+        context = await host.call(
+            "autocontext", {"resource_id": database.stem, "request_data": ["tables", "date_ranges"]}
+        )
         _show("4. autocontext for the database: what the model sees", context.model_response)
 
         template = (

@@ -54,8 +54,19 @@ async def test_query_searches_every_resource_and_keeps_the_default(toy_host) -> 
         body = (await host.call("autocontext", {"query": "account 5"}, meta)).model_response
         ids = [r["resource_id"] for r in body["resources"]]
         assert ids[0] == "acc_2"  # the configured default is always on the page
-        assert set(ids[1:]) == {"acc_5", "acc_50", "acc_51", "acc_52", "acc_53", "acc_54", "acc_55", "acc_56",
-                                "acc_57", "acc_58", "acc_59"}
+        assert set(ids[1:]) == {
+            "acc_5",
+            "acc_50",
+            "acc_51",
+            "acc_52",
+            "acc_53",
+            "acc_54",
+            "acc_55",
+            "acc_56",
+            "acc_57",
+            "acc_58",
+            "acc_59",
+        }
         grouped = (await host.call("autocontext", {"query": "group b"}, META)).model_response
         assert all(int(r["resource_id"][4:]) % 2 == 0 for r in grouped["resources"])
         by_id = (await host.call("autocontext", {"query": "ACC_60"}, META)).model_response
@@ -84,8 +95,9 @@ async def test_blocks_fail_individually_and_never_fail_the_call(toy_host) -> Non
 
 async def test_request_data_order_levels_and_unknown_blocks(toy_host) -> None:
     async with toy_host() as host:
-        ordered = await host.call("autocontext", {"resource_id": "acc_3.web", "request_data": ["segment_info", "fields"]},
-                                  META)
+        ordered = await host.call(
+            "autocontext", {"resource_id": "acc_3.web", "request_data": ["segment_info", "fields"]}, META
+        )
         assert [b["id"] for b in ordered.model_response] == ["segment_info", "fields"]
         assert ordered.model_response[0]["data"] == {"segment": "web"}
         wrong_level = await host.call("autocontext", {"resource_id": "acc_3", "request_data": ["segment_info"]}, META)
@@ -112,7 +124,10 @@ async def test_unknown_resource_and_missing_credentials(toy_host) -> None:
         missing = await host.call("autocontext", {"resource_id": "acc_1"})
         assert missing.error_name == "ACP_CREDENTIALS_MISSING" and missing.error["code"] == -32011
         unknown = await host.call("autocontext", {"resource_id": "acc_404"}, META)
-        assert unknown.error_name == "ACP_RESOURCE_NOT_FOUND" and "autocontext without arguments" in unknown.error["message"]
+        assert (
+            unknown.error_name == "ACP_RESOURCE_NOT_FOUND"
+            and "autocontext without arguments" in unknown.error["message"]
+        )
         malformed = await host.call("autocontext", {"resource_id": "zzz"}, META)
         assert malformed.error_name == "ACP_INVALID_ARGUMENTS"
 
@@ -129,8 +144,9 @@ async def test_cache_is_per_identity_and_only_for_proven_credentials(toy_host, t
         assert _lines(fields_log) == ["acc_3", "acc_3"]  # another identity never shares entries
         # Same principal, wrong secret: it must not read what the right secret cached (spec 7.4).
         wrong = {**TEST_CREDENTIALS, "api_key": "bad-key-987654321"}
-        refused = await host.call("autocontext", {"resource_id": "acc_3", "request_data": ["fields"]},
-                                  {"credentials": wrong})
+        refused = await host.call(
+            "autocontext", {"resource_id": "acc_3", "request_data": ["fields"]}, {"credentials": wrong}
+        )
         assert refused.error_name == "ACP_CREDENTIALS_INVALID"
         assert "data" not in refused.text
     # The disk cache outlives the process and holds no credential.

@@ -35,8 +35,17 @@ async def test_configure_merges_and_never_returns_credentials(toy_host) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("row_limit", 5001), ("row_limit", -1), ("row_limit", 2.5), ("row_limit", True), ("row_limit", "10"),
-     ("cost_limit_usd", -0.01), ("cost_limit_usd", "1"), ("field_limit", 0), ("field_limit", 201)],
+    [
+        ("row_limit", 5001),
+        ("row_limit", -1),
+        ("row_limit", 2.5),
+        ("row_limit", True),
+        ("row_limit", "10"),
+        ("cost_limit_usd", -0.01),
+        ("cost_limit_usd", "1"),
+        ("field_limit", 0),
+        ("field_limit", 201),
+    ],
 )
 async def test_invalid_limit_is_32016_and_leaves_the_session_untouched(toy_host, field, value) -> None:
     async with toy_host() as host:
@@ -112,8 +121,13 @@ async def test_config_merges_by_key_in_precedence_order(toy_host) -> None:
 
 @pytest.mark.parametrize(
     "meta",
-    [{"row_limit": 9000}, {"cost_limit_usd": -1}, {"field_limit": 500}, {"sampling": "random"},
-     {"inline_max_bytes": -5}],
+    [
+        {"row_limit": 9000},
+        {"cost_limit_usd": -1},
+        {"field_limit": 500},
+        {"sampling": "random"},
+        {"inline_max_bytes": -5},
+    ],
 )
 async def test_invalid_limit_in_meta_is_a_tool_error(toy_host, meta) -> None:
     async with toy_host() as host:
@@ -122,9 +136,23 @@ async def test_invalid_limit_in_meta_is_a_tool_error(toy_host, meta) -> None:
         assert result.error["code"] == -32016 and result.error_name == "ACP_INVALID_LIMIT"
         assert result.model_response == {"error": result.error}
         # system_info is complete even on errors (spec 8.4).
-        for key in ("acp", "acp_version", "tool", "kind", "resource_id", "arguments", "row_limit",
-                    "cost_limit_usd", "cost_estimate_usd", "cost_actual_usd", "duration_ms", "fetched_at",
-                    "autocontext_attached", "messages", "warnings"):
+        for key in (
+            "acp",
+            "acp_version",
+            "tool",
+            "kind",
+            "resource_id",
+            "arguments",
+            "row_limit",
+            "cost_limit_usd",
+            "cost_estimate_usd",
+            "cost_actual_usd",
+            "duration_ms",
+            "fetched_at",
+            "autocontext_attached",
+            "messages",
+            "warnings",
+        ):
             assert key in result.system_info
         assert result.system_info["kind"] == "error"
 

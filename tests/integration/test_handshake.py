@@ -87,8 +87,15 @@ def _noop_connector(**overrides) -> Connector:
         "instructions": "Local ACP.",
         "credentials": Credentials.none(),
         "resources": Resources.none(),
-        "tools": (Tool(name="forecast", description="Forecasts a host table.", run=run, requires_resource=False,
-                       requires_credentials=False),),
+        "tools": (
+            Tool(
+                name="forecast",
+                description="Forecasts a host table.",
+                run=run,
+                requires_resource=False,
+                requires_credentials=False,
+            ),
+        ),
     }
     return Connector(**{**base, **overrides})
 
@@ -112,5 +119,9 @@ def test_declaration_mistakes_fail_at_start() -> None:
     with pytest.raises(ValueError, match="reserved"):
         AcpRuntime(_noop_connector(tools=(Tool(name="autocontext", description="x", run=run),)), environ={})
     with pytest.raises(ValueError, match="authenticate"):
-        AcpRuntime(_noop_connector(credentials=Credentials(schema={"properties": {"k": {"type": "string"}}},
-                                                           identify=lambda c: None)), environ={})
+        AcpRuntime(
+            _noop_connector(
+                credentials=Credentials(schema={"properties": {"k": {"type": "string"}}}, identify=lambda c: None)
+            ),
+            environ={},
+        )

@@ -21,8 +21,9 @@ def _tables() -> dict[str, HostTable]:
 
 async def test_reads_inline_and_file_answers_with_call_id(toy_host) -> None:
     async with toy_host(tables=_tables()) as host:
-        inline = await host.call("merge_table", {"table_ref": "ds_sessions", "column": "sessions"},
-                                 {"call_id": "call-77"})
+        inline = await host.call(
+            "merge_table", {"table_ref": "ds_sessions", "column": "sessions"}, {"call_id": "call-77"}
+        )
         assert inline.model_response == {"ref": "ds_sessions", "rows": 2, "columns": ["date", "sessions"], "sum": 22}
         assert host.read_table_requests == [{"ref": "ds_sessions", "call_id": "call-77"}]
         as_file = await host.call("merge_table", {"table_ref": "ds_big", "column": "sessions"})

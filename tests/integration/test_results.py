@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import os
 import stat
@@ -16,9 +17,23 @@ from shared.host import ACP_HOST_CAPABILITY, uri_path
 
 pytestmark = pytest.mark.anyio
 META = {"credentials": TEST_CREDENTIALS, "autocontext_delivered": True}
-REQUIRED_INFO = ("acp", "acp_version", "tool", "kind", "resource_id", "arguments", "row_limit", "cost_limit_usd",
-                 "cost_estimate_usd", "cost_actual_usd", "duration_ms", "fetched_at", "autocontext_attached",
-                 "messages", "warnings")
+REQUIRED_INFO = (
+    "acp",
+    "acp_version",
+    "tool",
+    "kind",
+    "resource_id",
+    "arguments",
+    "row_limit",
+    "cost_limit_usd",
+    "cost_estimate_usd",
+    "cost_actual_usd",
+    "duration_ms",
+    "fetched_at",
+    "autocontext_attached",
+    "messages",
+    "warnings",
+)
 
 
 def _report(rows: int, **extra) -> dict:
@@ -60,7 +75,7 @@ async def test_notices_row_limit_zero_and_spread_sampling(toy_host) -> None:
         spread = await host.call("report", _report(1000), {**META, "sampling": "spread", "row_limit": 10})
         sessions = [row["sessions"] for row in spread.model_response["rows"]]
         assert len(sessions) == 10 and sessions[0] == 0 and sessions[-1] == 9990  # first and last rows
-        gaps = [b - a for a, b in zip(sessions, sessions[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(sessions)]
         assert min(gaps) > 0 and max(gaps) <= 3 * min(gaps)  # spread over the whole table, in order
 
 
@@ -91,8 +106,16 @@ async def test_exact_integers_decimals_and_times(toy_host) -> None:
         assert row["aware"] == "2026-09-01T10:15:00Z"  # converted to UTC
         assert row["day"] == "2026-09-01" and row["doc"] == {"a": [1, 2]}
         types = {h["name"]: h["type"] for h in result.system_data["headers"]}
-        assert types == {"big": "integer", "huge": "integer", "exact": "number", "naive": "datetime",
-                         "aware": "datetime", "day": "date", "blob": "string", "doc": "json"}
+        assert types == {
+            "big": "integer",
+            "huge": "integer",
+            "exact": "number",
+            "naive": "datetime",
+            "aware": "datetime",
+            "day": "date",
+            "blob": "string",
+            "doc": "json",
+        }
         model_row = json.loads(result.text, parse_float=Decimal)["rows"][0]
         assert model_row["exact"] == EXACT_DECIMAL and model_row["huge"] == HUGE_INT
         assert any("binary" in w for w in result.system_info["warnings"])
@@ -172,8 +195,9 @@ async def test_tools_without_resource_or_credentials_and_artifacts(toy_host) -> 
         needs_resource = await host.call("report", {"start_date": "today", "end_date": "today"}, META)
         assert needs_resource.error_name == "ACP_RESOURCE_REQUIRED"
         assert "autocontext without arguments" in needs_resource.error["message"]
-        defaulted = await host.call("report", {"start_date": "today", "end_date": "today"},
-                                    {**META, "default_resource_id": "accounts/acc_4"})
+        defaulted = await host.call(
+            "report", {"start_date": "today", "end_date": "today"}, {**META, "default_resource_id": "accounts/acc_4"}
+        )
         assert defaulted.system_info["resource_id"] == "acc_4"  # normalized
         wrong_level = await host.call("segment_report", {"resource_id": "acc_4"}, META)
         assert wrong_level.error_name == "ACP_INVALID_ARGUMENTS" and "segment" in wrong_level.error["message"]

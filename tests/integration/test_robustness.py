@@ -10,13 +10,17 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import TOY
+from toy_connector import COMMAND as TOY
 from toy_connector import TEST_CREDENTIALS
 
 pytestmark = pytest.mark.anyio
 META = {"credentials": TEST_CREDENTIALS, "autocontext_delivered": True}
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
 
 
 def _raw_session(lines: list[str], env: dict[str, str], ids: set[int]) -> list[dict]:
@@ -24,8 +28,12 @@ def _raw_session(lines: list[str], env: dict[str, str], ids: set[int]) -> list[d
 
     stdin stays open until then: at EOF the SDK drops requests still in flight.
     """
-    process = subprocess.Popen(  # noqa: S603 - our own server
-        TOY, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    process = subprocess.Popen(
+        TOY,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
         env={**env, "PATH": "/usr/bin:/bin"},
     )
     assert process.stdin is not None and process.stdout is not None
@@ -75,7 +83,9 @@ def test_malformed_json_and_invalid_requests_get_jsonrpc_errors(runtime_dirs) ->
 async def test_unknown_tool_and_wrong_argument_types(toy_host) -> None:
     async with toy_host() as host:
         unknown = await host.call("drop_everything", {})
-        assert unknown.error_name == "ACP_INVALID_ARGUMENTS" and "Available tools: autocontext" in unknown.error["message"]
+        assert (
+            unknown.error_name == "ACP_INVALID_ARGUMENTS" and "Available tools: autocontext" in unknown.error["message"]
+        )
         cases = [
             ({"resource_id": "acc_1", "start_date": 20260101, "end_date": "today"}, "start_date"),
             ({"resource_id": "acc_1", "start_date": "today", "end_date": "today", "rows": "ten"}, "rows"),
@@ -90,7 +100,9 @@ async def test_unknown_tool_and_wrong_argument_types(toy_host) -> None:
             result = await host.call("report", arguments, META)
             assert result.error_name == "ACP_INVALID_ARGUMENTS", arguments
             assert mention in result.error["message"], (arguments, result.error["message"])
-            assert "call again" in result.error["message"].lower() or "valid arguments" in result.error["message"].lower()
+            assert (
+                "call again" in result.error["message"].lower() or "valid arguments" in result.error["message"].lower()
+            )
 
 
 async def test_template_markers_left_in_sql_are_explained(tmp_path, runtime_dirs) -> None:
@@ -150,10 +162,15 @@ async def test_untyped_failures_are_upstream_errors_without_secrets(toy_host, ru
 
 
 def test_version_flag_and_help() -> None:
-    out = subprocess.run([*TOY, "--version"], capture_output=True, text=True, timeout=30, check=True)  # noqa: S603
+    out = subprocess.run([*TOY, "--version"], capture_output=True, text=True, timeout=30, check=True)
     assert out.stdout.strip() == "toy 9.9.9 (ACP 1.0)"
-    out = subprocess.run([sys.executable, "-m", "connectors.databases", "--help"], capture_output=True,  # noqa: S603
-                         text=True, timeout=30, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "connectors.databases", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     assert "--http" in out.stdout and "--log-level" in out.stdout
 
 

@@ -147,7 +147,7 @@ def test_query_keeps_the_default_even_if_it_does_not_match() -> None:
     page, candidates = rank_suggestions(resources, [], "1", "beta")
     assert _ids(page) == ["1", "2"]
     assert page[0].get("configured") is True
-    assert candidates == 1
+    assert candidates == 2  # the pool: the one match plus the configured default
 
 
 def test_query_excludes_non_matching_recent_resources() -> None:
@@ -178,7 +178,7 @@ def test_default_missing_from_an_empty_listing_is_still_shown() -> None:
     page, candidates = rank_suggestions([], [], "999999", None)
     assert _ids(page) == ["999999"]
     assert page[0].get("configured") is True
-    assert candidates == 0
+    assert candidates == 1  # the pool holds the configured default alone
 
 
 def test_default_missing_from_listing_is_included_with_a_query_too() -> None:
