@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -324,9 +324,3 @@ class AcpHost:
         else:
             answer["table"] = table.rows
         return answer
-
-
-@contextlib.asynccontextmanager
-async def connect(command: Sequence[str], **kwargs: Any) -> AsyncIterator[AcpHost]:
-    async with AcpHost(command, **kwargs) as host:
-        yield host

@@ -114,7 +114,7 @@ class AcpRuntime:
 
         env = os.environ if environ is None else environ
         self.connector = connector
-        self.files = TableFiles(connector.id, env.get("ACP_TMP_DIR") or None, float(env.get("ACP_TABLE_TTL_S", 3600)))
+        self.files = TableFiles.from_environment(connector.id, env)
         cache_root = Path(env["ACP_CACHE_DIR"]) / connector.id if env.get("ACP_CACHE_DIR") else None
         self.cache = BlockCache(cache_root / "autocontext" if cache_root else None)
         self.recency = RecencyStore(cache_root / "recent" if cache_root else None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .errors import CredentialsInvalid, InvalidArguments, InvalidLimit
@@ -247,10 +247,6 @@ def effective(
         sampling=meta.sampling or "head",
         inline_max_bytes=meta.inline_max_bytes if meta.inline_max_bytes is not None else INLINE_MAX_BYTES,
     )
-
-
-def with_credentials(settings: Settings, credentials: JsonObject | None) -> Settings:
-    return replace(settings, credentials=credentials)
 
 
 # -- setup schemas (spec 5.5) -----------------------------------------------------------------

@@ -12,6 +12,7 @@ import secrets
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -32,9 +33,11 @@ class TableFiles:
         self._last_sweep = 0.0
 
     @classmethod
-    def from_environment(cls, prefix: str) -> TableFiles:
-        ttl = float(os.environ.get("ACP_TABLE_TTL_S", DEFAULT_TTL_S))
-        return cls(prefix, os.environ.get("ACP_TMP_DIR") or None, ttl)
+    def from_environment(cls, prefix: str, environ: Mapping[str, str] | None = None) -> TableFiles:
+        """``ACP_TMP_DIR`` and ``ACP_TABLE_TTL_S`` (spec 13.3)."""
+        env = os.environ if environ is None else environ
+        ttl = float(env.get("ACP_TABLE_TTL_S", DEFAULT_TTL_S))
+        return cls(prefix, env.get("ACP_TMP_DIR") or None, ttl)
 
     @property
     def directory(self) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -12,17 +11,6 @@ import pytest
 from toy_connector import COMMAND as TOY
 
 from shared.host import AcpHost
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def connector_folders() -> list[Path]:
-    """Every connector in ``connectors/``, found by its ``acp.json`` (spec 13.1)."""
-    return sorted(p.parent for p in (ROOT / "connectors").glob("*/acp.json"))
-
-
-def connector_ids() -> list[str]:
-    return [json.loads((p / "acp.json").read_text("utf-8"))["id"] for p in connector_folders()]
 
 
 @pytest.fixture

@@ -125,3 +125,34 @@ def test_declaration_mistakes_fail_at_start() -> None:
             ),
             environ={},
         )
+
+
+async def test_a_default_sdk_client_lands_in_the_handshake_era(runtime_dirs) -> None:
+    """Notes §5/§7: stdio serves the handshake era, so a default ``mcp.Client`` keeps the back-channel."""
+    import sys
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "connectors.databases"], env=runtime_dirs)
+    async with Client(params) as client:
+        assert client.session.initialize_result is not None
+        assert client.session.initialize_result.protocol_version in {"2025-11-25", "2025-06-18", "2025-03-26"}
+        tools = await client.list_tools()
+        assert [t.name for t in tools.tools][:2] == ["autocontext", "autocontext_data"]
+
+
+async def test_host_launches_a_server_folder_from_its_acp_json(runtime_dirs) -> None:
+    """The host reads acp.json's transport and starts the command from the folder (spec 13.2)."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from discovery import ROOT
+
+    from shared.host import AcpHost
+
+    env = {**runtime_dirs, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    async with AcpHost.for_folder(ROOT / "connectors" / "databases", env=env) as host:
+        assert host.server_info["name"] == "databases"
+        assert (host.server_capability or {})["version"] == "1.0"
