@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import hmac
@@ -96,16 +97,29 @@ MISS = _MISS
 
 
 class RecencyStore:
-    """Recently used resources per identity, scored with exponential decay (spec 6.3)."""
+    """Recently used resources per identity, scored with exponential decay (spec 6.3).
+
+    Every extraction records a use, so disk writes are batched: at most one per
+    ``flush_every_s``, plus a final :meth:`flush` when the process exits.
+    """
 
     def __init__(
-        self, directory: Path | None, clock: Callable[[], float] = time.time, half_life_s: float = RECENT_HALF_LIFE_S
+        self,
+        directory: Path | None,
+        clock: Callable[[], float] = time.time,
+        half_life_s: float = RECENT_HALF_LIFE_S,
+        flush_every_s: float = 5.0,
     ) -> None:
         self._directory = directory
         self._clock = clock
         self._half_life = half_life_s
+        self._flush_every = flush_every_s
         self._scores: dict[str, dict[str, tuple[float, float]]] = {}
+        self._dirty: set[str] = set()
+        self._last_flush = float("-inf")
         self._lock = threading.Lock()
+        if directory is not None:
+            atexit.register(self.flush)
 
     def _load(self, identity: str) -> dict[str, tuple[float, float]]:
         scores = self._scores.get(identity)
@@ -130,8 +144,21 @@ class RecencyStore:
             scores = self._load(identity)
             score, at = scores.get(resource_id, (0.0, now))
             scores[resource_id] = (self._decayed(score, at, now) + 1.0, now)
-            snapshot = {k: list(v) for k, v in scores.items()}
-        if self._directory is not None:
+            self._dirty.add(identity)
+            due = time.monotonic() - self._last_flush >= self._flush_every
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the identities changed since the last flush to ``ACP_CACHE_DIR``."""
+        with self._lock:
+            self._last_flush = time.monotonic()
+            if self._directory is None:
+                self._dirty.clear()
+                return
+            snapshots = {i: {k: list(v) for k, v in self._scores[i].items()} for i in self._dirty}
+            self._dirty.clear()
+        for identity, snapshot in snapshots.items():
             with contextlib.suppress(OSError):
                 _atomic_write(self._directory / f"{_digest(identity)}.json", json.dumps(snapshot).encode())
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -40,6 +41,9 @@ def main(connector: Connector, argv: Sequence[str] | None = None) -> None:
 
     runtime = AcpRuntime(connector)
     server = runtime.build_server()
+    # Everything imported so far lives as long as the process: keep it out of the
+    # collector's full passes, which otherwise stall a call every few hundred (bench/).
+    gc.freeze()
     if args.http:
         port = args.port if args.port is not None else int(os.environ.get("ACP_PORT", "7413"))
         from .http import serve_http

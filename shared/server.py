@@ -123,6 +123,7 @@ class AcpRuntime:
         self._catalog_names = frozenset(e.name for e in connector.table_catalog)
         self._config_defaults = schema_defaults(connector.config_schema)
         self._published: list[types.Tool] | None = None
+        self._schemas: dict[str, JsonObject] = {}
         self._validators: dict[str, Any] = {}
         self._validate_declaration()
 
@@ -194,6 +195,10 @@ class AcpRuntime:
         return self._published
 
     def _input_schema(self, tool: Tool) -> JsonObject:
+        """The published input schema: closed, with resource_id and tables where the spec says."""
+        cached = self._schemas.get(tool.name)
+        if cached is not None:
+            return cached
         properties = dict(tool.input_schema.get("properties", {}))
         if tool.requires_resource and self.connector.resources.used:
             properties = {"resource_id": resource_argument(self.connector), **properties}
@@ -210,6 +215,7 @@ class AcpRuntime:
         schema: JsonObject = {"type": "object", "properties": properties, "additionalProperties": False}
         if tool.input_schema.get("required"):
             schema["required"] = list(tool.input_schema["required"])
+        self._schemas[tool.name] = schema
         return schema
 
     def _publish(self, tool: Tool) -> types.Tool:

@@ -97,17 +97,28 @@ def _refuse(statement: str, detail: str = "") -> ReadOnlyViolation:
     )
 
 
-def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] = ()) -> None:
-    """Refuse anything but one read-only query; raise ReadOnlyViolation naming what was found."""
-    import sqlglot
+def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] = ()) -> list[str]:
+    """Refuse anything but one read-only query; return its date literals (see :func:`date_literals`).
+
+    Raises ReadOnlyViolation naming the statement or function found. One tokenization
+    serves both the check and the dates, and callers run it off the event loop.
+    """
     from sqlglot import exp
+    from sqlglot.dialects.dialect import Dialect
     from sqlglot.errors import ParseError, TokenError
 
+    engine = Dialect.get_or_raise(dialect)
     try:
-        # A comment after the last ";" parses as a Semicolon node: it is not a statement.
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None and not isinstance(s, exp.Semicolon)]
-    except (ParseError, TokenError):
-        return  # the engine parses it for real, under its own read-only layers
+        tokens = engine.tokenize(sql)
+    except TokenError:
+        return []  # the engine parses it for real, under its own read-only layers
+    dates = _dates_in(tokens)
+    try:
+        parsed = engine.parser().parse(tokens, sql)
+    except ParseError:
+        return dates
+    # A comment after the last ";" parses as a Semicolon node: it is not a statement.
+    statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     if not statements:
         raise InvalidArguments("The SQL is empty. Send one SELECT query.")
     writes = [s for s in statements if not isinstance(s, (exp.Query, exp.Values))]
@@ -132,18 +143,23 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
                     f"The function {name}() is not allowed: it reads or writes outside the database or has "
                     "side effects. Rewrite the query without it."
                 )
+    return dates
 
 
 def date_literals(sql: str, dialect: str) -> list[str]:
     """Date literals of a query (``'2026-09-01'``, ``'20260901'``, timestamps), in order, unique."""
-    import sqlglot
-    from sqlglot import TokenType
+    from sqlglot.dialects.dialect import Dialect
     from sqlglot.errors import TokenError
 
     try:
-        tokens = sqlglot.tokenize(sql, read=dialect)
+        return _dates_in(Dialect.get_or_raise(dialect).tokenize(sql))
     except TokenError:
         return []
+
+
+def _dates_in(tokens: Iterable[Any]) -> list[str]:
+    from sqlglot import TokenType
+
     found: dict[str, None] = {}
     for token in tokens:
         if token.token_type != TokenType.STRING:

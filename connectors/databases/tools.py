@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from shared import CallContext, Extraction, Tool
-from shared.sql import check_query_only, date_literals
+from shared.sql import check_query_only
 
 from . import sqlite
 from .resources import database_path
@@ -21,26 +21,26 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
     timeout_s = float(ctx.config.get("statement_timeout_s", 300))
     holder: list[sqlite.Database] = []
 
-    def run() -> Any:
-        check_query_only(sql, "sqlite", sqlite.FORBIDDEN_FUNCTIONS)  # parser layer, off the event loop
+    def run() -> tuple[Any, list[str]]:
+        dates = check_query_only(sql, "sqlite", sqlite.FORBIDDEN_FUNCTIONS)  # parser layer, off the event loop
         writer = ctx.table()
         with sqlite.opened(path, ctx.cancelled) as db:
             holder.append(db)
             with db.budget(timeout_s):
                 db.stream(sql, writer)
-        return writer.finish()
+        return writer.finish(), dates
 
     def cancel() -> None:
         if holder:
             holder[0].interrupt()
 
-    table = await ctx.run_blocking(run, cancel=cancel)
+    table, dates = await ctx.run_blocking(run, cancel=cancel)
     file_name = Path(path).name
     shown_sql = sql if len(sql) <= _SQL_IN_DESCRIPTION else sql[: _SQL_IN_DESCRIPTION - 1] + "…"
     return Extraction(
         tables=[table],
         description=f"SQLite database {file_name} ({ref.parts[0]}). SQL: {' '.join(shown_sql.split())}",
-        dates=date_literals(sql, "sqlite") or None,
+        dates=dates or None,
         title=f"SQLite · {file_name}",
         source={"engine": "sqlite", "database": ref.parts[0]},
     )

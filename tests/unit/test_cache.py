@@ -267,6 +267,7 @@ def test_recency_file_names_do_not_reveal_the_identity(tmp_path: Path, clock: Cl
     store = RecencyStore(tmp_path, clock=clock)
     store.record(IDENTITY, "123")
     store.record(OTHER_IDENTITY, "456")
+    store.flush()  # writes are batched; flush persists both identities
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(files) == 2
     for path in files:
@@ -342,3 +343,14 @@ def test_only_proven_credentials_are_proven() -> None:
     assert proven.is_proven(dict(reversed(good.items())))
     assert not proven.is_proven(wrong)
     assert not ProvenCredentials().is_proven(good)
+
+
+def test_recency_writes_are_batched_and_flushed(tmp_path: Path, clock: Clock) -> None:
+    """Every extraction records a use; the disk sees at most one write per flush interval."""
+    store = RecencyStore(tmp_path, clock=clock, flush_every_s=3600)
+    store.record(IDENTITY, "first")  # the first use of a quiet store is written at once
+    assert len([p for p in tmp_path.rglob("*.json")]) == 1
+    store.record(IDENTITY, "second")
+    assert [r for r, _ in RecencyStore(tmp_path, clock=clock).ranked(IDENTITY)] == ["first"]
+    store.flush()
+    assert {r for r, _ in RecencyStore(tmp_path, clock=clock).ranked(IDENTITY)} == {"first", "second"}

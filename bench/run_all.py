@@ -1,0 +1,45 @@
+"""Run every benchmark with modest defaults and print all figures.
+
+    .venv/bin/python bench/run_all.py [--runs 10] [--calls 200] [--no-importtime]
+
+Each benchmark runs in its own interpreter (``sys.executable``), one after the other, so
+that one's threads and memory do not disturb the next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+
+
+def run(script: str, *args: str) -> int:
+    title = f" {script} {' '.join(args)} ".rstrip()
+    print(f"\n{'=' * 8}{title} {'=' * max(4, 80 - len(title))}", flush=True)
+    start = time.perf_counter_ns()
+    code = subprocess.call([sys.executable, str(BENCH / script), *args], cwd=BENCH.parent)
+    print(f"({script}: {(time.perf_counter_ns() - start) / 1e9:.1f} s, exit {code})", flush=True)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="start-up runs per command (default 10)")
+    parser.add_argument("--calls", type=int, default=200, help="timed calls per server (default 200)")
+    parser.add_argument("--no-importtime", action="store_true", help="skip the connector's import profile")
+    args = parser.parse_args(argv)
+    startup = ["--runs", str(args.runs)] + ([] if args.no_importtime else ["--importtime"])
+    codes = [
+        run("startup.py", *startup),
+        run("call_overhead.py", "--calls", str(args.calls)),
+        run("model_size.py"),
+    ]
+    return max(codes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""``execute_sql`` over stdio: typed results, dates, large tables, timeouts and errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.databases.demo import build_demo_database
+from shared.host import uri_path
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    return build_demo_database(tmp_path / "data" / "shop.sqlite")
+
+
+@pytest.fixture
+def sales(tmp_path: Path) -> Path:
+    """A table whose columns hold one kind of value each: date text, integers, reals, text, timestamps."""
+    path = tmp_path / "data" / "sales.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE sales (day TEXT, units INTEGER, price REAL, label TEXT, seen_at TEXT, mixed)")
+    conn.executemany(
+        "INSERT INTO sales VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            ((dt.date(2026, 7, 1) + dt.timedelta(days=i)).isoformat(), i * 3, 1.25 + i, f"item {i}",
+             f"2026-07-{1 + i:02d}T10:15:00", i if i % 2 else i + 0.5)
+            for i in range(10)
+        ],
+    )  # fmt: skip
+    conn.commit()
+    conn.close()
+    return path
+
+
+async def test_headers_are_typed_from_the_values(databases_host, sales: Path, direct: Any) -> None:
+    sql = "SELECT day, units, price, label, seen_at, mixed FROM sales ORDER BY day"
+    async with databases_host() as host:
+        result = await host.call("execute_sql", {"resource_id": "sales", "sql": sql}, direct.sqlite_meta(sales))
+    assert not result.is_error, result.error
+    types = {h["name"]: h["type"] for h in result.system_data["headers"]}
+    # Spec 8.6: inferred from values; integers mixed with reals are numbers.
+    assert types == {
+        "day": "date",
+        "units": "integer",
+        "price": "number",
+        "label": "string",
+        "seen_at": "datetime",
+        "mixed": "number",
+    }
+    expected = direct.query(sales, sql)
+    assert [row["day"] for row in result.rows()] == [row["day"] for row in expected]
+    assert [row["units"] for row in result.rows()] == [row["units"] for row in expected]
+    assert [row["price"] for row in result.rows()] == [row["price"] for row in expected]
+    assert result.model_response["columns"] == list(types)
+
+
+async def test_dates_come_from_the_sql_date_literals(databases_host, shop: Path, direct: Any) -> None:
+    start, end = dt.date(2026, 7, 1), dt.date(2026, 7, 31)
+    sql = (
+        "SELECT order_date, count(*) AS orders FROM orders "
+        f"WHERE order_date BETWEEN '{start.isoformat()}' AND '{end.isoformat()}' GROUP BY order_date"
+    )
+    async with databases_host() as host:
+        result = await host.call("execute_sql", {"resource_id": "shop", "sql": sql}, direct.sqlite_meta(shop))
+    assert not result.is_error, result.error
+    assert result.model_response["dates"] == [start.isoformat(), end.isoformat()]
+    assert result.rows() == direct.query(shop, sql)
+
+
+async def test_dates_default_to_today_without_date_literals(databases_host, shop: Path, direct: Any) -> None:
+    async with databases_host() as host:
+        before = dt.date.today().isoformat()
+        result = await host.call(
+            "execute_sql", {"resource_id": "shop", "sql": "SELECT count(*) AS n FROM orders"}, direct.sqlite_meta(shop)
+        )
+        after = dt.date.today().isoformat()
+    assert not result.is_error, result.error
+    dates = result.model_response["dates"]
+    assert len(dates) == 1 and dates[0] in {before, after}  # spec 8.2: the local date of today
+
+
+async def test_description_names_the_file_and_the_sql(databases_host, shop: Path, direct: Any) -> None:
+    sql = "SELECT country, count(*) AS n FROM orders GROUP BY country ORDER BY n DESC"
+    async with databases_host() as host:
+        result = await host.call("execute_sql", {"resource_id": "shop", "sql": sql}, direct.sqlite_meta(shop))
+    description = result.model_response["description"]
+    assert shop.name in description and sql in description
+
+
+async def test_large_result_goes_to_a_table_file_equal_to_a_direct_query(
+    databases_host, shop: Path, direct: Any, runtime_dirs: dict[str, str]
+) -> None:
+    sql = "SELECT * FROM orders ORDER BY order_id"
+    expected = direct.query(shop, sql)
+    async with databases_host() as host:
+        result = await host.call(
+            "execute_sql", {"resource_id": "shop", "sql": sql}, direct.sqlite_meta(shop, inline_max_bytes=20_000)
+        )
+    assert not result.is_error, result.error
+    data = result.system_data
+    assert data["format"] == "file" and "table" not in data
+    assert uri_path(data["table_uri"]).parent == Path(runtime_dirs["ACP_TMP_DIR"]).resolve()
+    assert data["row_count"] == len(expected) == result.model_response["total_rows"]
+    assert result.rows() == expected
+    assert result.model_response["truncated"] and len(result.model_response["rows"]) < len(expected)
+
+
+async def test_statement_timeout_stops_a_long_query_and_the_server_keeps_serving(
+    databases_host, shop: Path, direct: Any
+) -> None:
+    endless = (
+        "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000000000) SELECT count(*) FROM c"
+    )
+    async with databases_host() as host:
+        started = time.monotonic()
+        result = await host.call(
+            "execute_sql",
+            {"resource_id": "shop", "sql": endless},
+            direct.sqlite_meta(shop, config={"statement_timeout_s": 1}),
+        )
+        elapsed = time.monotonic() - started
+        assert result.error_name == "ACP_UPSTREAM_ERROR", result.error
+        assert "statement_timeout_s" in result.error["message"]
+        assert 1 <= elapsed < 6
+        after = await host.call(
+            "execute_sql",
+            {"resource_id": "shop", "sql": "SELECT count(*) AS n FROM channels"},
+            direct.sqlite_meta(shop),
+        )
+    assert after.rows() == direct.query(shop, "SELECT count(*) AS n FROM channels")
+
+
+async def test_sql_errors_are_invalid_arguments_with_a_next_step(databases_host, shop: Path, direct: Any) -> None:
+    meta = direct.sqlite_meta(shop)
+    async with databases_host() as host:
+        missing = await host.call("execute_sql", {"resource_id": "shop", "sql": "SELECT * FROM nope"}, meta)
+        syntax = await host.call("execute_sql", {"resource_id": "shop", "sql": "SELEC * FROM orders"}, meta)
+        column = await host.call("execute_sql", {"resource_id": "shop", "sql": "SELECT nope FROM orders"}, meta)
+    for result, detail in ((missing, "no such table: nope"), (syntax, "syntax error"), (column, "no such column")):
+        assert result.error_name == "ACP_INVALID_ARGUMENTS" and result.error["code"] == -32017
+        message = result.error["message"]
+        assert detail in message
+        assert "autocontext" in message or "fix" in message.lower()  # spec 12.1: says what to do next
+    assert "autocontext" in missing.error["message"]  # the way to see the real table names
+
+
+async def test_bad_credentials_paths_are_credentials_invalid(
+    databases_host, shop: Path, tmp_path: Path, direct: Any
+) -> None:
+    not_a_database = tmp_path / "data" / "notes.sqlite"
+    not_a_database.write_text("this is not a database\n" * 200)
+    cases = {
+        "missing": tmp_path / "data" / "missing.sqlite",  # absolute, does not exist
+        "shop": Path("data/shop.sqlite"),  # relative
+        "notes": not_a_database,
+        "data": tmp_path / "data",  # a folder
+    }
+    async with databases_host() as host:
+        for resource_id, path in cases.items():
+            result = await host.call(
+                "execute_sql", {"resource_id": resource_id, "sql": "SELECT 1"}, direct.sqlite_meta(path)
+            )
+            assert result.error_name == "ACP_CREDENTIALS_INVALID", (path, result.error)
+            assert result.error["code"] == -32012
+    assert not (tmp_path / "data" / "missing.sqlite").exists()  # opening read-only created nothing
+
+
+async def test_resource_naming_another_database_is_not_found(databases_host, shop: Path, direct: Any) -> None:
+    async with databases_host() as host:
+        result = await host.call(
+            "execute_sql", {"resource_id": "warehouse", "sql": "SELECT 1"}, direct.sqlite_meta(shop)
+        )
+    assert result.error_name == "ACP_RESOURCE_NOT_FOUND" and result.error["code"] == -32014
+    assert "warehouse" in result.error["message"] and shop.stem in result.error["message"]
+
+
+async def test_missing_credentials(databases_host) -> None:
+    async with databases_host() as host:
+        result = await host.call("execute_sql", {"resource_id": "shop", "sql": "SELECT 1"}, {})
+    assert result.error_name == "ACP_CREDENTIALS_MISSING" and result.error["code"] == -32011
+
+
+async def test_duplicate_column_names_are_renamed_with_a_warning(databases_host, shop: Path, direct: Any) -> None:
+    sql = (
+        "SELECT o.channel_id AS id, c.name, o.order_id AS id FROM orders o JOIN channels c USING (channel_id) "
+        "ORDER BY o.order_id LIMIT 50"
+    )
+    conn = direct.connect_ro(shop)
+    try:
+        expected = [tuple(row) for row in conn.execute(sql).fetchall()]  # tuples: dicts would merge the ids
+    finally:
+        conn.close()
+    async with databases_host() as host:
+        result = await host.call("execute_sql", {"resource_id": "shop", "sql": sql}, direct.sqlite_meta(shop))
+    assert not result.is_error, result.error
+    columns = result.model_response["columns"]
+    assert len(columns) == 3 and len(set(columns)) == 3
+    assert columns[0] == "id" and columns[1] == "name" and columns[2].startswith("id")
+    assert [h["name"] for h in result.system_data["headers"]] == columns
+    assert [tuple(row[c] for c in columns) for row in result.rows()] == expected  # no value lost or swapped
+    warnings = result.system_info["warnings"]
+    assert any("id" in w and columns[2] in w for w in warnings)
+    assert result.model_response.get("warnings") == warnings
