@@ -78,6 +78,12 @@ _STATEMENT_NAMES = {
 }
 
 
+SEVERAL_STATEMENTS = (
+    "This ACP runs exactly one query per call (a read-only safeguard), and the SQL holds several statements. "
+    "Send each SELECT in its own call."
+)
+
+
 def _statement_name(node: Any) -> str:
     from sqlglot import exp
 
@@ -123,9 +129,11 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
         raise InvalidArguments("The SQL is empty. Send one SELECT query.")
     writes = [s for s in statements if not isinstance(s, (exp.Query, exp.Values))]
     if len(statements) > 1:
+        # Several statements are how transaction escapes (SELECT 1; COMMIT; DROP …) get through:
+        # refused as a read-only matter even when each one is harmless.
         if writes:
             raise _refuse(_statement_name(writes[0]), ", after another statement")
-        raise InvalidArguments("Send one statement per call: split the queries into separate calls.")
+        raise ReadOnlyViolation(SEVERAL_STATEMENTS)
     statement = statements[0]
     if writes:
         raise _refuse(_statement_name(statement))

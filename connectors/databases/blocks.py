@@ -14,7 +14,7 @@ from shared import Block, CallContext, ResourceRef
 from shared.values import parse_temporal_string
 
 from . import sqlite
-from .resources import database_path
+from .resources import database_path, format_id
 
 MAX_TABLES = 25
 COUNT_BUDGET_S = 0.5
@@ -30,7 +30,7 @@ def _table_names(db: sqlite.Database, ref: ResourceRef) -> list[str]:
     names = [name for name, _ in db.tables()]
     if ref.level == "table":
         if ref.parts[1] not in names:
-            raise sqlite.not_found("table", ref.id, [f"{ref.parts[0]}.{n}" for n in names])
+            raise sqlite.not_found("table", ref.id, [format_id((ref.parts[0], n)) for n in names])
         return [ref.parts[1]]
     return names[:MAX_TABLES]
 
@@ -49,7 +49,7 @@ async def fetch_tables(ref: ResourceRef, ctx: CallContext) -> Any:
     def read(db: sqlite.Database) -> list[dict[str, Any]]:
         out = []
         for name, kind in db.tables():
-            count, estimated = db.row_count(name, COUNT_BUDGET_S)
+            count, estimated = db.row_count(name, kind, COUNT_BUDGET_S)
             entry: dict[str, Any] = {"table": name, "type": kind, "rows": count}
             if estimated:
                 entry["rows_estimated"] = True

@@ -17,8 +17,14 @@ def _strip(part: str) -> str:
     part = part.strip()
     for left, right in (('"', '"'), ("`", "`"), ("[", "]"), ("'", "'")):
         if len(part) >= 2 and part.startswith(left) and part.endswith(right):
-            return part[1:-1]
+            inner = part[1:-1]
+            return inner.replace('""', '"') if left == '"' else inner
     return part
+
+
+def format_id(parts: tuple[str, ...] | list[str]) -> str:
+    """The canonical id: parts joined by '.', a part that holds '.', '/' or a quote double-quoted."""
+    return ".".join('"' + p.replace('"', '""') + '"' if any(c in p for c in './"`') else p for p in parts)
 
 
 def _split(text: str) -> list[str]:
@@ -48,8 +54,7 @@ def normalize(text: str) -> ResourceRef:
         raise InvalidArguments(
             f"Invalid resource_id '{text[:80]}'. Use <database> or <database>.<table>, for example shop or shop.orders."
         )
-    resource_id = ".".join(parts)
-    return ResourceRef(id=resource_id, level=LEVELS[len(parts) - 1], parts=tuple(parts))
+    return ResourceRef(id=format_id(parts), level=LEVELS[len(parts) - 1], parts=tuple(parts))
 
 
 def database_path(ref: ResourceRef, ctx: CallContext) -> str:
@@ -73,7 +78,7 @@ async def check(ref: ResourceRef, ctx: CallContext) -> None:
 
     available = await ctx.run_blocking(missing)
     if available is not None:
-        raise sqlite.not_found("table", ref.id, [f"{ref.parts[0]}.{t}" for t in available])
+        raise sqlite.not_found("table", ref.id, [format_id((ref.parts[0], t)) for t in available])
 
 
 async def list_resources(ctx: CallContext) -> list[ResourceSummary]:
@@ -87,9 +92,15 @@ async def list_resources(ctx: CallContext) -> list[ResourceSummary]:
     tables = await ctx.run_blocking(read)
     name = sqlite.database_name(path)
     out: list[ResourceSummary] = [
-        {"resource_id": name, "name": name, "group": "SQLite", "description": f"SQLite database, {len(tables)} tables"}
+        {
+            "resource_id": format_id([name]),
+            "name": name,
+            "group": "SQLite",
+            "description": f"SQLite database, {len(tables)} tables",
+        }
     ]
     out.extend(
-        {"resource_id": f"{name}.{table}", "name": table, "group": name, "description": kind} for table, kind in tables
+        {"resource_id": format_id([name, table]), "name": table, "group": name, "description": kind}
+        for table, kind in tables
     )
     return out

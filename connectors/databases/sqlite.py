@@ -32,6 +32,7 @@ from shared import (
     TableWriter,
     UpstreamError,
 )
+from shared.sql import SEVERAL_STATEMENTS
 
 FORBIDDEN_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
 _ALLOWED_ACTIONS = frozenset(
@@ -62,6 +63,7 @@ _QUERY_PRAGMAS = frozenset(
     }
 )
 _PROGRESS_STEPS = 5000
+EXACT_COUNT_MAX_ROWS = 5_000_000  # counting this many rows takes tens of milliseconds
 
 
 class TimeBudgetExceeded(Exception):
@@ -183,24 +185,37 @@ class Database:
             entry["referenced_columns"].append(target_column)
         return list(keys.values())
 
-    def row_count(self, table: str, budget_s: float) -> tuple[int, bool]:
-        """Exact count within the budget, else an estimate (``sqlite_stat1`` or max rowid)."""
-        quoted = quote(table)
+    def row_count(
+        self, table: str, kind: str, budget_s: float, exact_up_to: int = EXACT_COUNT_MAX_ROWS
+    ) -> tuple[int | None, bool]:
+        """Rows of a table or view, and whether the figure is an estimate.
+
+        SQLite counts a table in one internal step that no time budget can interrupt, so a table
+        whose largest rowid passes ``exact_up_to`` is estimated (``sqlite_stat1``, else that
+        rowid) without counting. Views are counted under the budget; past it, the count is unknown.
+        """
+        largest = self._largest_rowid(table) if kind == "table" else None
+        if largest is not None and largest > exact_up_to:
+            return self._analyzed_rows(table) or largest, True
         try:
             with self.budget(budget_s):
-                return int(self.conn.execute(f"SELECT count(*) FROM {quoted}").fetchone()[0]), False
+                return int(self.conn.execute(f"SELECT count(*) FROM {quote(table)}").fetchone()[0]), False
         except TimeBudgetExceeded:
-            pass
+            return self._analyzed_rows(table) or largest, True
+
+    def _largest_rowid(self, table: str) -> int | None:
         try:
-            stat = self.conn.execute("SELECT stat FROM sqlite_stat1 WHERE tbl = ? AND idx IS NULL", (table,))
-            row = stat.fetchone()
-            if row:
-                return int(str(row[0]).split()[0]), True
+            row = self.conn.execute(f"SELECT max(rowid) FROM {quote(table)}").fetchone()
+        except sqlite3.OperationalError:
+            return None  # a WITHOUT ROWID table
+        return int(row[0] or 0)
+
+    def _analyzed_rows(self, table: str) -> int | None:
+        try:
+            row = self.conn.execute("SELECT stat FROM sqlite_stat1 WHERE tbl = ? AND idx IS NULL", (table,)).fetchone()
         except sqlite3.DatabaseError:
-            pass  # no ANALYZE statistics in this file
-        with self.budget(budget_s):
-            row = self.conn.execute(f"SELECT max(rowid) FROM {quoted}").fetchone()
-        return int(row[0] or 0), True
+            return None  # no ANALYZE statistics in this file
+        return int(str(row[0]).split()[0]) if row else None
 
     def scalar_rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return list(self.conn.execute(sql, params).fetchall())
@@ -229,7 +244,9 @@ def translate(exc: BaseException) -> AcpError | None:
         )
     if not isinstance(exc, sqlite3.Error):
         return None
-    if "not authorized" in lowered or "readonly" in lowered or "read-only" in lowered:
+    if any(
+        s in lowered for s in ("not authorized", "authorization denied", "readonly", "read-only", "may not be modified")
+    ):
         return ReadOnlyViolation(
             "This ACP is read-only: SQLite refused the statement because it writes or attaches files. "
             "Rewrite it as a single SELECT."
@@ -239,7 +256,7 @@ def translate(exc: BaseException) -> AcpError | None:
             "This ACP is read-only: ATTACH and VACUUM INTO are not allowed. Query the configured database only."
         )
     if "one statement at a time" in lowered:
-        return InvalidArguments("Send one statement per call: split the queries into separate calls.")
+        return ReadOnlyViolation(SEVERAL_STATEMENTS)
     if "no such table" in lowered or "no such column" in lowered or "no such function" in lowered:
         return InvalidArguments(
             f"SQLite: {message}. Call autocontext with this database to see its tables and columns, then fix the query."
