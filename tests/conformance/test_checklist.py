@@ -8,30 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_spec import COLUMN_TYPES, SYSTEM_INFO_REQUIRED
 from conformance_support import CANARY, ConformanceSource, started
 from discovery import connector_folders, connector_ids
 from profiles import PROFILES
 
 pytestmark = pytest.mark.anyio
 CONNECTORS = connector_ids()
-COLUMN_TYPES = {"string", "integer", "number", "boolean", "date", "datetime", "json"}
-INFO_KEYS = (
-    "acp",
-    "acp_version",
-    "tool",
-    "kind",
-    "resource_id",
-    "arguments",
-    "row_limit",
-    "cost_limit_usd",
-    "cost_estimate_usd",
-    "cost_actual_usd",
-    "duration_ms",
-    "fetched_at",
-    "autocontext_attached",
-    "messages",
-    "warnings",
-)
 SETUP_KEYWORDS = {
     "type",
     "title",
@@ -61,7 +44,7 @@ def test_every_connector_has_a_profile() -> None:
 
 
 def _info_is_complete(info: dict[str, Any]) -> None:
-    for key in INFO_KEYS:
+    for key in SYSTEM_INFO_REQUIRED:
         assert key in info, key
 
 

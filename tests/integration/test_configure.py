@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from acp_spec import SYSTEM_INFO_REQUIRED
 from toy_connector import TEST_CREDENTIALS
 
 from shared.host import HostProtocolError
@@ -136,23 +137,7 @@ async def test_invalid_limit_in_meta_is_a_tool_error(toy_host, meta) -> None:
         assert result.error["code"] == -32016 and result.error_name == "ACP_INVALID_LIMIT"
         assert result.model_response == {"error": result.error}
         # system_info is complete even on errors (spec 8.4).
-        for key in (
-            "acp",
-            "acp_version",
-            "tool",
-            "kind",
-            "resource_id",
-            "arguments",
-            "row_limit",
-            "cost_limit_usd",
-            "cost_estimate_usd",
-            "cost_actual_usd",
-            "duration_ms",
-            "fetched_at",
-            "autocontext_attached",
-            "messages",
-            "warnings",
-        ):
+        for key in SYSTEM_INFO_REQUIRED:
             assert key in result.system_info
         assert result.system_info["kind"] == "error"
 

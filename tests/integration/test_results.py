@@ -11,29 +11,13 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from acp_spec import SYSTEM_INFO_REQUIRED
 from toy_connector import BIG_INT, EXACT_DECIMAL, HUGE_INT, TEST_CREDENTIALS
 
 from shared.host import ACP_HOST_CAPABILITY, uri_path
 
 pytestmark = pytest.mark.anyio
 META = {"credentials": TEST_CREDENTIALS, "autocontext_delivered": True}
-REQUIRED_INFO = (
-    "acp",
-    "acp_version",
-    "tool",
-    "kind",
-    "resource_id",
-    "arguments",
-    "row_limit",
-    "cost_limit_usd",
-    "cost_estimate_usd",
-    "cost_actual_usd",
-    "duration_ms",
-    "fetched_at",
-    "autocontext_attached",
-    "messages",
-    "warnings",
-)
 
 
 def _report(rows: int, **extra) -> dict:
@@ -55,7 +39,7 @@ async def test_single_table_extraction_shape(toy_host) -> None:
         assert [h["type"] for h in data["headers"]] == ["date", "string", "integer", "number"]
         assert data["headers"][2]["role"] == "metric"
         assert data["format"] == "inline" and data["row_count"] == 254 and len(data["table"]) == 254
-        for key in (*REQUIRED_INFO, "title", "total_rows", "returned_rows", "truncated"):
+        for key in (*SYSTEM_INFO_REQUIRED, "title", "total_rows", "returned_rows", "truncated"):
             assert key in info
         # system_info.arguments repeat the extraction: resolved dates and the defaults the tool applied.
         assert info["arguments"] == {"start_date": "2026-03-01", "end_date": "2026-03-31", "rows": 254}
