@@ -8,6 +8,7 @@ so these seams are re-checked on every SDK upgrade.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Literal
 
 import mcp_types as types
@@ -17,6 +18,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.runner import serve_connection
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, ValidationError
 
 from .protocol import ACP_KEY, METHOD_READ_TABLE
@@ -48,6 +50,26 @@ def connection_state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
 
 def connection_key(ctx: ServerRequestContext[Any, Any]) -> int:
     return id(ctx.session._connection)
+
+
+JSON_ONLY_HEADER = b"x-acp-json-only"  # set by shared.http for clients that cannot read SSE
+
+
+def has_session(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """False on the 2026-07-28 revision: every request stands alone, with no back-channel."""
+    return ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def has_back_channel(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the server can send a request to the client during this call (notes §5)."""
+    json_only = ctx.request is not None and ctx.request.headers.get(JSON_ONLY_HEADER.decode())
+    return has_session(ctx) and not json_only
+
+
+def session_label(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """A short, non-reversible label of the HTTP session for logs (the id itself is a capability)."""
+    session_id = ctx.session._connection.session_id
+    return hashlib.sha256(session_id.encode()).hexdigest()[:12] if session_id else None
 
 
 def client_acp_capability(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any] | None:

@@ -20,6 +20,17 @@ def parse_args(connector: Connector, argv: Sequence[str] | None) -> argparse.Nam
     parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="HTTP port (default $ACP_PORT or 7413)")
+    parser.add_argument("--tls-cert", help="TLS certificate file (PEM) for HTTPS")
+    parser.add_argument("--tls-key", help="TLS private key file (PEM) for HTTPS")
+    parser.add_argument(
+        "--behind-tls-proxy", action="store_true", help="a proxy in front terminates TLS (allows a non-loopback bind)"
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        help="a hostname clients use to reach the server (Host/Origin check); repeatable; also $ACP_ALLOWED_HOSTS",
+    )
     parser.add_argument(
         "--log-level",
         default=os.environ.get("ACP_LOG_LEVEL", "warning"),
@@ -40,18 +51,32 @@ def main(connector: Connector, argv: Sequence[str] | None = None) -> None:
     from .server import AcpRuntime
 
     runtime = AcpRuntime(connector)
-    server = runtime.build_server()
     # Everything imported so far lives as long as the process: keep it out of the
     # collector's full passes, which otherwise stall a call every few hundred (bench/).
     gc.freeze()
     if args.http:
-        port = args.port if args.port is not None else int(os.environ.get("ACP_PORT", "7413"))
-        from .http import serve_http
+        from .http import HttpOptions, StartRefused, serve_http
 
-        serve_http(server, host=args.host, port=port, log_level=args.log_level)
+        allowed = [h.strip() for h in os.environ.get("ACP_ALLOWED_HOSTS", "").split(",") if h.strip()]
+        options = HttpOptions(
+            host=args.host,
+            port=args.port if args.port is not None else int(os.environ.get("ACP_PORT", "7413")),
+            token=os.environ.get("ACP_HTTP_TOKEN") or None,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            behind_tls_proxy=args.behind_tls_proxy,
+            allowed_hosts=tuple(allowed + args.allowed_host),
+            log_level=args.log_level,
+        )
+        try:
+            serve_http(runtime, options)
+        except StartRefused as refused:
+            print(f"{connector.id}: {refused}", file=sys.stderr)
+            sys.exit(2)
         return
     from ._sdk import serve_stdio_handshake_era
 
+    server = runtime.build_server()
     try:
         anyio.run(serve_stdio_handshake_era, server, server.create_initialization_options())
     except KeyboardInterrupt:

@@ -7,10 +7,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlparse
-from urllib.request import url2pathname
 
 import anyio
 import anyio.to_thread
@@ -27,7 +24,7 @@ from .errors import (
 )
 from .protocol import MODEL_ROWS_SINGLE, Header, JsonObject
 from .settings import Effective
-from .tablefiles import TableFiles
+from .tablefiles import TableFiles, uri_path
 from .tables import ModelView, SampleBudget, TableWriter
 
 log = logging.getLogger("acp")
@@ -195,11 +192,8 @@ def _host_table_from_answer(ref: str, answer: JsonObject) -> HostTableData:
 
 
 def _read_uri(uri: str, malformed: AcpError) -> Any:
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        raise malformed
-    path = Path(url2pathname(parsed.path))
+    # Only local files: fetching a host-given URL from the server would let any host aim it anywhere.
     try:
-        return jsonio.loads(path.read_bytes())
+        return jsonio.loads(uri_path(uri).read_bytes())
     except (OSError, ValueError):
         raise malformed from None

@@ -13,13 +13,12 @@ import json
 import os
 import sys
 import tempfile
+import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
-from urllib.request import url2pathname
 
 import mcp_types as types
 from mcp.client.session import ClientSession
@@ -28,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict
 
 from .protocol import ACP_KEY, ACP_VERSION, METHOD_CONFIGURE, METHOD_READ_TABLE, JsonObject
+from .tablefiles import uri_path
 
 ACP_HOST_CAPABILITY: JsonObject = {
     "version": ACP_VERSION,
@@ -70,6 +70,8 @@ class ToolResponse:
     """One ``tools/call`` answer, split into the parts of spec 8."""
 
     raw: JsonObject
+    download_headers: dict[str, str] = field(default_factory=dict)
+    _downloaded: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @property
     def is_error(self) -> bool:
@@ -109,36 +111,37 @@ class ToolResponse:
         return (self.error or {}).get("name")
 
     def rows(self, exact: bool = False) -> list[JsonObject]:
-        """The full table of a single-table extraction (inline or read from ``table_uri``)."""
+        """The full table of a single-table extraction (inline, a file, or a single-use URL)."""
         data = self.system_data
         if data is None:
             raise ValueError("this response has no system_data")
-        return table_rows(data, exact)
+        return self._table_rows(data, exact)
 
     def tables(self, exact: bool = False) -> dict[str, list[JsonObject]]:
         """Every table of a multi-table extraction, by name."""
         data = self.system_data or {}
-        return {t["name"]: table_rows(t, exact) for t in data.get("tables", [])}
+        return {t["name"]: self._table_rows(t, exact) for t in data.get("tables", [])}
+
+    def _table_rows(self, data: Mapping[str, Any], exact: bool) -> list[JsonObject]:
+        if data.get("format") != "file":
+            rows = data.get("table", [])
+        else:
+            uri = str(data["table_uri"])
+            if uri not in self._downloaded:  # an HTTP link works once: keep what it gave
+                self._downloaded[uri] = _read_table_uri(uri, self.download_headers)
+            text = self._downloaded[uri]
+            rows = json.loads(text, parse_float=Decimal) if exact else json.loads(text)
+        if not isinstance(rows, list):
+            raise ValueError("table is not a JSON array")
+        return rows
 
 
-def table_rows(data: Mapping[str, Any], exact: bool = False) -> list[JsonObject]:
-    """Rows of one ``system_data`` table; ``exact`` keeps file decimals as ``Decimal``."""
-    if data.get("format") == "file":
-        path = uri_path(str(data["table_uri"]))
-        text = path.read_text("utf-8")
-        rows = json.loads(text, parse_float=Decimal) if exact else json.loads(text)
-    else:
-        rows = data.get("table", [])
-    if not isinstance(rows, list):
-        raise ValueError("table is not a JSON array")
-    return rows
-
-
-def uri_path(uri: str) -> Path:
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        raise ValueError(f"not a file:// URI: {uri}")
-    return Path(url2pathname(parsed.path))
+def _read_table_uri(uri: str, headers: Mapping[str, str]) -> bytes:
+    if uri.startswith(("http://", "https://")):
+        request = urllib.request.Request(uri, headers=dict(headers))  # noqa: S310 - the server's own link
+        with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310
+            return bytes(answer.read())
+    return uri_path(uri).read_bytes()
 
 
 class _AcpClientSession(ClientSession):
@@ -160,15 +163,20 @@ class _AcpClientSession(ClientSession):
 
 
 class AcpHost:
-    """Launch one connector over stdio and talk ACP to it.
+    """Talk ACP to one connector: launched over stdio, or reached at an HTTP URL.
 
     ``capability=None`` behaves as a plain MCP client that declares no ACP capability.
+    ``protocol_version`` picks the MCP revision: a handshake version (2025-03-26, 2025-06-18,
+    2025-11-25; default the SDK's latest) or ``"2026-07-28"``, the stateless revision.
     """
 
     def __init__(
         self,
-        command: Sequence[str],
+        command: Sequence[str] | None = None,
         *,
+        url: str | None = None,
+        token: str | None = None,
+        server_stderr: Path | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         capability: JsonObject | None = ACP_HOST_CAPABILITY,
@@ -176,7 +184,11 @@ class AcpHost:
         protocol_version: str | None = None,
         read_timeout_s: float = 120.0,
     ) -> None:
-        self.command = list(command)
+        if (command is None) == (url is None):
+            raise ValueError("give either a command (stdio) or a url (HTTP)")
+        self.command = list(command or [])
+        self.url = url
+        self.token = token
         self.env = dict(env or {})
         self.cwd = cwd
         self.capability = capability
@@ -185,7 +197,7 @@ class AcpHost:
         self.protocol_version = protocol_version
         self.read_timeout_s = read_timeout_s
         self.initialize_result: JsonObject = {}
-        self.stderr_path: Path | None = None
+        self.stderr_path: Path | None = server_stderr
         self._session: _AcpClientSession | None = None
         self._stack: contextlib.AsyncExitStack | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="acp-host-")
@@ -211,14 +223,10 @@ class AcpHost:
         stack = contextlib.AsyncExitStack()
         await stack.__aenter__()
         try:
-            self.stderr_path = Path(self._tmp.name) / "server-stderr.log"
-            errlog = stack.enter_context(self.stderr_path.open("w", encoding="utf-8"))
-            env = {k: v for k, v in os.environ.items() if k in ("PATH", "SYSTEMROOT", "HOME", "PYTHONPATH")}
-            env.update(self.env)
-            params = StdioServerParameters(
-                command=self.command[0], args=self.command[1:], env=env, cwd=str(self.cwd) if self.cwd else None
-            )
-            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            if self.url is not None:
+                read, write = await self._open_http(stack)
+            else:
+                read, write = await self._open_stdio(stack)
             experimental = {ACP_KEY: self.capability} if self.capability is not None else None
             session = _AcpClientSession(read, write, experimental=experimental, host=self)
             self._session = await stack.enter_async_context(session)
@@ -228,6 +236,28 @@ class AcpHost:
             raise
         self._stack = stack
         return self
+
+    async def _open_stdio(self, stack: contextlib.AsyncExitStack) -> Any:
+        self.stderr_path = Path(self._tmp.name) / "server-stderr.log"
+        errlog = stack.enter_context(self.stderr_path.open("w", encoding="utf-8"))
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "SYSTEMROOT", "HOME", "PYTHONPATH")}
+        env.update(self.env)
+        params = StdioServerParameters(
+            command=self.command[0], args=self.command[1:], env=env, cwd=str(self.cwd) if self.cwd else None
+        )
+        return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+
+    async def _open_http(self, stack: contextlib.AsyncExitStack) -> Any:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        assert self.url is not None
+        http = await stack.enter_async_context(create_mcp_http_client(headers=self._auth_headers()))
+        read, write = await stack.enter_async_context(streamable_http_client(self.url, http_client=http))
+        return read, write
+
+    def _auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     async def __aexit__(self, *exc: object) -> None:
         if self._stack is not None:
@@ -243,6 +273,11 @@ class AcpHost:
 
     async def _initialize(self) -> JsonObject:
         session = self.session
+        if self.protocol_version == "2026-07-28":
+            # The stateless revision has no initialize: discover the server instead.
+            discovered = (await session.discover()).model_dump(by_alias=True, exclude_none=True)
+            stamp = (discovered.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo", {})
+            return {**discovered, "serverInfo": stamp, "protocolVersion": self.protocol_version}
         if self.protocol_version is None:
             result = await session.initialize()
         else:
@@ -305,7 +340,7 @@ class AcpHost:
             "tools/call",
             {"name": name, "arguments": arguments or {}, **({"_meta": {ACP_KEY: meta}} if meta is not None else {})},
         )
-        return ToolResponse(result)
+        return ToolResponse(result, download_headers=self._auth_headers())
 
     # -- acp/read_table (spec 8.8) ---------------------------------------------------------------
     def answer_read_table(self, params: JsonObject) -> JsonObject:

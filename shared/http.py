@@ -1,15 +1,262 @@
-"""MCP Streamable HTTP transport for every connector (spec 3.2)."""
+"""MCP Streamable HTTP for every connector (spec 3.2, 8.5, 10.5, 13.3).
+
+One server answers on ``/mcp`` and on the path-versioned alias ``/mcp/v1``, with stateful
+sessions (``Mcp-Session-Id``, SSE responses by default so ``acp/read_table`` has a
+back-channel; JSON-only clients still work). The 2026-07-28 stateless revision is served on
+the same endpoint by the SDK's modern entry. Around it:
+
+* ``/healthz`` for load balancers, outside MCP and outside auth;
+* ``/tables/<token>``: single-use, short-lived downloads that replace ``file://`` table URIs;
+* a bearer token (``ACP_HTTP_TOKEN``, constant-time comparison) on everything else;
+* Host/Origin validation against DNS rebinding and a request body limit (the SDK's);
+* start-up refusals: a non-loopback bind needs the token, and TLS or ``--behind-tls-proxy``.
+
+Request bodies carry credentials, so nothing here logs them; uvicorn's access log is off
+(the table tokens travel in paths).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import hmac
+import ipaddress
+import json
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from mcp.server.lowlevel import Server
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from .server import AcpRuntime
+
+from ._sdk import JSON_ONLY_HEADER
+
+DEFAULT_PORT = 7413
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+MCP_PATHS = ("/mcp", "/mcp/v1")
+_OPEN_PATHS = frozenset({"/healthz"})
 
 
-def serve_http(server: Server[Any], *, host: str, port: int, log_level: str) -> None:
-    """Serve ``/mcp`` with stateful sessions (``acp/configure`` state is per session)."""
+class StartRefused(Exception):
+    """The requested HTTP configuration is unsafe; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    token: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    behind_tls_proxy: bool = False
+    allowed_hosts: tuple[str, ...] = ()
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    log_level: str = "warning"
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.host)
+
+    @property
+    def public_scheme(self) -> str:
+        return "https" if (self.tls_cert or self.behind_tls_proxy) else "http"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a hostname: it may resolve anywhere
+
+
+def check_options(options: HttpOptions) -> None:
+    """Refuse, before binding anything, a configuration that would expose the server unsafely."""
+    if bool(options.tls_cert) != bool(options.tls_key):
+        raise StartRefused("--tls-cert and --tls-key go together: pass both, or neither.")
+    if options.loopback:
+        return
+    if not options.token:
+        raise StartRefused(
+            f"Refusing to serve on {options.host}: outside this machine the server needs transport authentication "
+            "(spec 3.2). Set ACP_HTTP_TOKEN to a long random secret (clients then send "
+            "'Authorization: Bearer <token>'), or bind 127.0.0.1."
+        )
+    if not (options.tls_cert or options.behind_tls_proxy):
+        raise StartRefused(
+            f"Refusing to serve on {options.host} without TLS (spec 3.2): pass --tls-cert and --tls-key, or "
+            "--behind-tls-proxy if a proxy in front of this server terminates TLS."
+        )
+
+
+def _security_settings(options: HttpOptions) -> Any:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"] if options.loopback else []
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] if options.loopback else []
+    named = list(options.allowed_hosts)
+    if not options.loopback and not named and options.host not in ("0.0.0.0", "::"):  # noqa: S104 - compared, not bound
+        named.append(options.host)
+    for name in named:
+        hosts += [name, f"{name}:*"]
+        origins += [f"{scheme}://{name}{port}" for scheme in ("https", "http") for port in ("", ":*")]
+    if not hosts:
+        # A wildcard bind with no --allowed-host: the bearer token (required here) is what stops
+        # a rebinding page, which cannot send it.
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+class BearerTokenGuard:
+    """Every request but ``/healthz`` must carry ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path") not in _OPEN_PATHS:
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await _json(
+                    send,
+                    401,
+                    {"error": "unauthorized", "message": "Send 'Authorization: Bearer <ACP_HTTP_TOKEN>'."},
+                    extra_headers=[(b"www-authenticate", b'Bearer realm="acp"')],
+                )
+                return
+        await self.app(scope, receive, send)
+
+
+class JsonOnlyClients:
+    """Clients that accept only ``application/json`` still work (spec 3.2: JSON or SSE).
+
+    The SDK's stateful transport answers their POST with 406, so this adapter asks for SSE on
+    the client's behalf and returns the one JSON-RPC response of that stream as plain JSON.
+    Such a client has no stream for server-to-client requests, so the request is marked and
+    ``acp/read_table`` is refused at once instead of waiting for an answer that cannot come.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST" or not _accepts_only_json(scope):
+            await self.app(scope, receive, send)
+            return
+        headers = [(k, v) for k, v in scope["headers"] if k not in (b"accept", JSON_ONLY_HEADER)]
+        headers += [(b"accept", b"application/json, text/event-stream"), (JSON_ONLY_HEADER, b"1")]
+        start: dict[str, Any] = {}
+        body: list[bytes] = []
+        done = False
+
+        async def capture(message: MutableMapping[str, Any]) -> None:
+            nonlocal done
+            if done:
+                return
+            if message["type"] == "http.response.start":
+                start.update(message)
+                return
+            body.append(message.get("body", b""))
+            streaming = dict(start.get("headers", [])).get(b"content-type", b"").startswith(b"text/event-stream")
+            answer = _response_in_sse(b"".join(body)) if streaming else None
+            if answer is not None:
+                done = True
+                kept = [(k, v) for k, v in start["headers"] if k.lower() == b"mcp-session-id"]
+                await _json(send, start.get("status", 200), answer, kept)
+            elif not message.get("more_body") and not streaming:
+                done = True
+                await send(start)
+                await send({"type": "http.response.body", "body": b"".join(body)})
+
+        await self.app({**scope, "headers": headers}, receive, capture)
+
+
+def _accepts_only_json(scope: Scope) -> bool:
+    accept = dict(scope["headers"]).get(b"accept", b"").lower()
+    return b"application/json" in accept and b"text/event-stream" not in accept
+
+
+def _response_in_sse(stream: bytes) -> Any:
+    """The JSON-RPC response (an object with an id and a result or an error) in an SSE stream."""
+    for event in stream.replace(b"\r\n", b"\n").split(b"\n\n"):
+        data = b"\n".join(line[5:].lstrip() for line in event.split(b"\n") if line.startswith(b"data:"))
+        if not data:
+            continue
+        try:
+            message = json.loads(data)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and "id" in message and ("result" in message or "error" in message):
+            return message
+    return None
+
+
+async def _json(send: Send, status: int, body: Any, extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    payload = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers + (extra_headers or [])})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def build_app(runtime: AcpRuntime, options: HttpOptions) -> ASGIApp:
+    """The ASGI application: MCP on both paths, health, table downloads, and the guards."""
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+    from starlette.applications import Starlette
+    from starlette.background import BackgroundTask
+    from starlette.requests import Request
+    from starlette.responses import FileResponse, JSONResponse, Response
+    from starlette.routing import Route
+
+    server = runtime.build_server()
+    runtime.http_scheme = options.public_scheme
+    server.streamable_http_app(
+        json_response=False,
+        stateless_http=False,
+        max_request_body_size=options.max_body_bytes,
+        transport_security=_security_settings(options),
+        host=options.host,
+    )
+    mcp_app = StreamableHTTPASGIApp(server.session_manager)
+    connector = runtime.connector
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "acp": connector.id, "version": connector.version})
+
+    async def table(request: Request) -> Response:
+        path = runtime.table_links.take(request.path_params["token"])
+        if path is None:
+            return JSONResponse(
+                {
+                    "error": "not_found",
+                    "message": "This table link is unknown, expired or already used. "
+                    "Call the tool again for a new one.",
+                },
+                status_code=404,
+            )
+        # Single use: the file goes once it is sent (the host keeps its own copy).
+        return FileResponse(path, media_type="application/json", background=BackgroundTask(path.unlink, True))
+
+    routes = [Route(path, endpoint=JsonOnlyClients(mcp_app)) for path in MCP_PATHS]
+    routes += [Route("/healthz", health, methods=["GET"]), Route("/tables/{token}", table, methods=["GET"])]
+    app: ASGIApp = Starlette(routes=routes, lifespan=lambda _: server.session_manager.run())
+    if options.token:
+        app = BearerTokenGuard(app, options.token)
+    return app
+
+
+def serve_http(runtime: AcpRuntime, options: HttpOptions) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path="/mcp", json_response=False, stateless_http=False, host=host)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    check_options(options)
+    uvicorn.run(
+        build_app(runtime, options),
+        host=options.host,
+        port=options.port,
+        log_level=options.log_level,
+        access_log=False,
+        ssl_certfile=options.tls_cert,
+        ssl_keyfile=options.tls_key,
+        server_header=False,
+    )

@@ -87,6 +87,11 @@ class _RedactingJsonFormatter(logging.Formatter):
         return redact(json.dumps(entry, ensure_ascii=False, default=str))
 
 
+# Libraries that log message payloads at debug level (sse_starlette logs every response
+# chunk, with table links and data): they stay at warning whatever --log-level says.
+PAYLOAD_LOGGERS = ("sse_starlette", "mcp", "mcp_types", "httpx", "httpx2", "httpcore", "httpcore2", "uvicorn.access")
+
+
 def configure_logging(level: str = "warning") -> None:
     """Logs go to stderr only: on stdio, stdout is the protocol wire (spec 3.2)."""
     handler = logging.StreamHandler(sys.stderr)
@@ -94,3 +99,5 @@ def configure_logging(level: str = "warning") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    for name in PAYLOAD_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))

@@ -44,6 +44,7 @@ from .errors import (
     CREDENTIALS_MISSING_MESSAGE,
     AcpError,
     CredentialsMissing,
+    HostTablesUnsupported,
     InvalidArguments,
     InvalidLimit,
     ResourceRequired,
@@ -76,10 +77,14 @@ from .settings import (
     schema_defaults,
     secret_values,
 )
-from .tablefiles import TableFiles
+from .tablefiles import TableFiles, TableLinks, uri_path
 
 log = logging.getLogger("acp")
 _READ_TABLE_TIMEOUT_S = 120.0
+NO_BACK_CHANNEL = (
+    "This tool reads a host table through acp/read_table, which needs a session with a back-channel; this "
+    "connection (MCP 2026-07-28 or stateless HTTP) has none. Use a stdio or session-based HTTP connection."
+)
 _RESOURCES_BLOCK = "__resources__"
 
 
@@ -119,6 +124,9 @@ class AcpRuntime:
         self.cache = BlockCache(cache_root / "autocontext" if cache_root else None)
         self.recency = RecencyStore(cache_root / "recent" if cache_root else None)
         self.proven = ProvenCredentials()
+        self.table_links = TableLinks()
+        self._stateless = SessionState()
+        self.http_scheme = "http"  # "https" when serving TLS or behind a TLS proxy (set by shared.http)
         self._tools = {t.name: t for t in connector.tools}
         self._catalog_names = frozenset(e.name for e in connector.table_catalog)
         self._config_defaults = schema_defaults(connector.config_schema)
@@ -267,6 +275,10 @@ class AcpRuntime:
         return types.ListToolsResult(tools=self.published_tools())
 
     def _session(self, ctx: ServerRequestContext[Any, Any]) -> SessionState:
+        if not _sdk.has_session(ctx):
+            # Stateless requests share one record: it holds no settings (configure is refused there)
+            # and its on_first_call pairs are keyed by credential identity and session_id.
+            return self._stateless
         state = _sdk.connection_state(ctx)
         session = state.get(ACP_KEY)
         if not isinstance(session, SessionState):
@@ -275,6 +287,13 @@ class AcpRuntime:
 
     # -- acp/configure (spec 5.1) ----------------------------------------------------------------
     async def _configure(self, ctx: ServerRequestContext[Any, Any], params: _sdk.OpenParams) -> JsonObject:
+        if not _sdk.has_session(ctx):
+            # 2026-07-28 has no session: an "ok" here would evaporate before the next call.
+            raise MCPError(
+                code=-32600,
+                message="acp/configure needs a session, and this MCP revision (2026-07-28) has none. Send "
+                "credentials, limits and config in params._meta.acp of every tools/call instead.",
+            )
         raw = dict(params.model_extra or {})
         session = self._session(ctx)
         try:
@@ -328,7 +347,7 @@ class AcpRuntime:
             row_limit=self.connector.defaults.row_limit,
             cost_limit_usd=self.connector.defaults.cost_limit_usd,
         )
-        extra = {"call_id": call.call_id, "tool": params.name}
+        extra = {"call_id": call.call_id, "tool": params.name, "session": _sdk.session_label(ctx)}
         try:
             result = await self._dispatch(ctx, params, arguments, call)
         except AcpError as exc:
@@ -513,6 +532,8 @@ class AcpRuntime:
             try:
                 return await _sdk.read_table(ctx, params, _READ_TABLE_TIMEOUT_S)
             except MCPError as exc:
+                if exc.code == -32600:  # the SDK's NoBackChannelError: no channel for server requests
+                    raise HostTablesUnsupported(NO_BACK_CHANNEL) from None
                 raise error_from_code(exc.code, exc.message or "The host could not resolve the table.") from None
 
         credentials = eff.credentials
@@ -529,7 +550,8 @@ class AcpRuntime:
             resource=resource,
             call_id=call.call_id,
             files=self.files,
-            host_tables=bool(caps.get("host_tables")),
+            # Only a session with a back-channel can carry acp/read_table (notes §5).
+            host_tables=bool(caps.get("host_tables")) and _sdk.has_back_channel(ctx),
             read_host_table=read_host_table,
             today=local_today(),
             tables_selected=selection,
@@ -787,6 +809,8 @@ class AcpRuntime:
             required_tables=frozenset(e.name for e in catalog if e.required),
         )
         parts = extraction_parts(output, delivery)
+        if parts.system_data is not None and ctx.request is not None:
+            self._link_table_files(ctx.request.headers.get("host", "127.0.0.1"), parts.system_data)
         if attached:
             parts.model_response["autocontext"] = attached
         call.warnings.extend(parts.warnings)
@@ -804,6 +828,16 @@ class AcpRuntime:
             fields["tables_selected"] = selection
         info = self._system_info(call, **fields)
         return self._result(call, "extraction", parts.model_response, info, parts.system_data)
+
+    def _link_table_files(self, host: str, system_data: JsonObject) -> None:
+        """Over HTTP a ``file://`` path is useless to a remote host: swap in a single-use URL (spec 8.5).
+
+        ``host`` is the request's Host header, already validated by the transport's Host check.
+        """
+        for body in [system_data, *system_data.get("tables", [])]:
+            if body.get("format") == "file":
+                path = uri_path(body["table_uri"])
+                body["table_uri"] = f"{self.http_scheme}://{host}/tables/{self.table_links.publish(path)}"
 
 
 _INFO_ORDER = (

@@ -15,6 +15,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 DEFAULT_TTL_S = 3600
 _SWEEP_EVERY_S = 60.0
@@ -79,3 +81,40 @@ class TableFiles:
             except OSError:
                 continue  # another process (or the host) removed it first
         return removed
+
+
+def uri_path(uri: str) -> Path:
+    """The local path of a ``file://`` URI."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        raise ValueError(f"not a file:// URI: {uri}")
+    return Path(url2pathname(parsed.path))
+
+
+class TableLinks:
+    """Short-lived, single-use download tokens for ``table_uri`` over HTTP (spec 8.5).
+
+    A remote host cannot read the server's ``file://`` paths, so an HTTP response carries
+    ``https://…/tables/<token>`` instead, served by the same server behind the same auth.
+    """
+
+    def __init__(self, ttl_s: float = 600.0) -> None:
+        self.ttl_s = ttl_s
+        self._links: dict[str, tuple[Path, float]] = {}
+        self._lock = threading.Lock()
+
+    def publish(self, path: Path) -> str:
+        token = secrets.token_urlsafe(32)
+        now = time.monotonic()
+        with self._lock:
+            self._links = {t: v for t, v in self._links.items() if v[1] > now}  # forget expired links
+            self._links[token] = (path, now + self.ttl_s)
+        return token
+
+    def take(self, token: str) -> Path | None:
+        """The file behind a token, once: the token is gone after this call."""
+        with self._lock:
+            link = self._links.pop(token, None)
+        if link is None or link[1] <= time.monotonic() or not link[0].exists():
+            return None
+        return link[0]

@@ -283,6 +283,11 @@ async def echo_config(arguments: dict[str, Any], ctx: CallContext) -> Info:
     return Info(data={"config": ctx.config, "row_limit": ctx.settings.row_limit})
 
 
+async def whoami(arguments: dict[str, Any], ctx: CallContext) -> Info:
+    principal = ctx.principal
+    return Info(data={"identity": principal.identity if principal else None, "row_limit": ctx.settings.row_limit})
+
+
 async def open_url(arguments: dict[str, Any], ctx: CallContext) -> Info:
     return Info(data={"opened": arguments["url"]})
 
@@ -351,6 +356,7 @@ TOOLS = (
         requires_resource=False,
         requires_credentials=False,
     ),
+    Tool(name="whoami", description="Says whose credentials the call runs with.", run=whoami, requires_resource=False),
     Tool(
         name="segment_report",
         description="Only for segments.",

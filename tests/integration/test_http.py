@@ -1,0 +1,374 @@
+"""Streamable HTTP over real loopback sockets: uvicorn in a subprocess, the SDK's real client."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import anyio
+import pytest
+from http_support import HttpServer, http_server
+from toy_connector import COMMAND as TOY
+from toy_connector import TEST_CREDENTIALS
+
+from shared.host import AcpHost, HostProtocolError, HostTable
+from shared.http import HttpOptions, StartRefused, check_options
+
+pytestmark = pytest.mark.anyio
+REPORT = {"resource_id": "acc_1", "start_date": "2026-01-01", "end_date": "2026-01-31", "rows": 40}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+
+
+@pytest.fixture
+def toy_http(tmp_path: Path, runtime_dirs: dict[str, str]):
+    def start(extra_args=(), env=None, path="/mcp"):
+        state = tmp_path / "toy-state"
+        state.mkdir(exist_ok=True)
+        return http_server(
+            TOY, {**runtime_dirs, "TOY_STATE_DIR": str(state), **(env or {})}, tmp_path, extra_args, path
+        )
+
+    return start
+
+
+def _post(server: HttpServer, body: bytes | dict, headers: dict[str, str] | None = None, path: str = "/mcp"):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(
+        server.base + path,
+        data=data,
+        method="POST",
+        headers={
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, dict(answer.headers), answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def _oversized_post_status(server: HttpServer, size: int) -> int:
+    """Announce a body past the limit; the server must answer 413 without reading it all."""
+    host, port = server.base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Length: {size}\r\n\r\n"
+        )
+        sock.sendall(head.encode() + b'{"pad":"' + b"x" * 65536)
+        answer = sock.recv(4096).decode("latin-1")
+    return int(answer.split(" ", 2)[1])
+
+
+def _request(server: HttpServer, path: str, method: str = "GET", headers: dict[str, str] | None = None):
+    request = urllib.request.Request(server.base + path, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+async def test_extraction_on_both_paths_and_health(toy_http) -> None:
+    for path in ("/mcp", "/mcp/v1"):
+        with toy_http(path=path) as server:
+            async with AcpHost(url=server.url) as host:
+                assert host.server_info["name"] == "toy"
+                assert (host.server_capability or {})["version"] == "1.0"
+                await host.configure(credentials=TEST_CREDENTIALS)
+                result = await host.call("report", REPORT, {"autocontext_delivered": True})
+                assert result.model_response["notice"] == "Showing 25 of 40 extracted rows."
+                assert len(result.rows()) == 40
+            status, body = _request(server, "/healthz")
+            assert status == 200 and json.loads(body) == {"status": "ok", "acp": "toy", "version": "9.9.9"}
+
+
+async def test_fifty_concurrent_sessions_never_see_each_other(toy_http) -> None:
+    """Spec 3.2: configuration, credentials, effective limits and on_first_call are per HTTP session."""
+    canaries = [f"CANARY-{i:02d}-{secrets.token_hex(8)}" for i in range(50)]
+    transcripts: dict[int, str] = {}
+
+    async def session(server: HttpServer, i: int) -> None:
+        credentials = {"type": "api_key", "account": f"acct-{i:02d}", "api_key": canaries[i]}
+        async with AcpHost(url=server.url) as host:
+            effective = (
+                await host.configure(
+                    credentials=credentials, row_limit=i + 1, config={"region": "us" if i % 2 else "eu"}
+                )
+            )["effective"]
+            seen = [json.dumps(effective)]
+            assert effective["row_limit"] == i + 1 and effective["has_credentials"] is True
+            for _ in range(3):
+                await anyio.sleep(0)
+                me = await host.call("whoami", {})
+                assert me.model_response == {"identity": f"toy:acct-{i:02d}", "row_limit": i + 1}
+                config = await host.call("echo_config", {})
+                assert config.model_response["config"]["region"] == ("us" if i % 2 else "eu")
+                # Same conversation id and resource in every session: the first-call state is per transport session.
+                report = await host.call("report", REPORT, {"session_id": "shared-conversation"})
+                assert report.model_response["returned_rows"] == min(i + 1, 40)
+                seen += [me.text, config.text, report.text, json.dumps(report.raw)]
+            first_calls = [json.loads(t).get("autocontext") is not None for t in seen[3::4]]
+            assert first_calls == [True, False, False]
+            again = (await host.configure())["effective"]
+            assert again == effective
+            transcripts[i] = "\n".join(seen) + json.dumps(again)
+
+    with toy_http() as server:
+        async with anyio.create_task_group() as group:
+            for i in range(50):
+                group.start_soon(session, server, i)
+        log = server.read_stderr()
+    assert len(transcripts) == 50
+    for i, text in transcripts.items():
+        for j, canary in enumerate(canaries):
+            assert canary not in text, (i, j)
+            if j != i:
+                assert f"acct-{j:02d}" not in text, (i, j)
+    assert not any(canary in log for canary in canaries)
+
+
+async def test_bearer_token_guards_everything_but_health(toy_http) -> None:
+    token = secrets.token_urlsafe(24)
+    with toy_http(env={"ACP_HTTP_TOKEN": token}) as server:
+        assert _post(server, INIT)[0] == 401
+        status, headers, body = _post(server, INIT, {"authorization": "Bearer wrong-" + token})
+        assert status == 401 and "Bearer" in headers.get("www-authenticate", "")
+        assert "ACP_HTTP_TOKEN" in json.loads(body)["message"]
+        assert _request(server, "/healthz")[0] == 200
+        async with AcpHost(url=server.url, token=token) as host:
+            await host.configure(credentials=TEST_CREDENTIALS)
+            result = await host.call("report", REPORT, {"inline_max_bytes": 100, "autocontext_delivered": True})
+            uri = result.system_data["table_uri"]
+            path = uri.split("127.0.0.1", 1)[1].split("/", 1)[1]
+            assert _request(server, "/" + path)[0] == 401  # the download needs the same auth
+            assert len(result.rows()) == 40
+        with pytest.raises(BaseException):  # noqa: B017 - the SDK wraps the 401 in an exception group
+            async with AcpHost(url=server.url, token="wrong"):
+                pass
+
+
+async def test_table_uri_is_a_single_use_link_kept_out_of_logs(toy_http) -> None:
+    with toy_http(env={"ACP_LOG_LEVEL": "debug"}) as server:
+        async with AcpHost(url=server.url) as host:
+            await host.configure(credentials=TEST_CREDENTIALS)
+            result = await host.call("report", REPORT, {"inline_max_bytes": 100, "autocontext_delivered": True})
+            data = result.system_data
+            assert data["format"] == "file" and data["table_uri"].startswith(server.base + "/tables/")
+            token = data["table_uri"].rsplit("/", 1)[1]
+            assert len(token) >= 40
+            rows = result.rows()
+            assert [r["sessions"] for r in rows] == [i * 10 for i in range(40)]
+            status, body = _request(server, f"/tables/{token}")
+            assert status == 404 and "already used" in json.loads(body)["message"]
+        assert token not in server.read_stderr()
+
+
+async def test_host_and_origin_checks(toy_http) -> None:
+    with toy_http() as server:
+        assert _post(server, INIT, {"host": "evil.example"})[0] == 421
+        assert _post(server, INIT, {"origin": "http://evil.example"})[0] == 403
+        assert _post(server, INIT, {"origin": "http://localhost:5173"})[0] == 200
+    with toy_http(extra_args=["--allowed-host", "acp.example"]) as server:
+        port = server.base.rsplit(":", 1)[1]
+        assert _post(server, INIT, {"host": f"acp.example:{port}"})[0] == 200
+        assert _post(server, INIT, {"host": "other.example"})[0] == 421
+
+
+async def test_body_limit_delete_and_get(toy_http) -> None:
+    with toy_http() as server:
+        assert _oversized_post_status(server, 5 * 1024 * 1024) == 413
+        assert _oversized_post_status(server, 64 * 1024 * 1024) == 413
+        _, headers, _ = _post(server, INIT)
+        session = headers["mcp-session-id"]
+        _post(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, {"mcp-session-id": session})
+        listed = _post(server, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, {"mcp-session-id": session})
+        assert listed[0] == 200
+        assert _request(server, "/mcp", "DELETE", {"mcp-session-id": session})[0] == 200
+        gone = _post(server, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, {"mcp-session-id": session})
+        assert gone[0] == 404
+        modern_get = _request(server, "/mcp", "GET", {"mcp-protocol-version": "2026-07-28"})
+        assert modern_get[0] == 405
+
+
+async def test_a_client_that_accepts_only_json(toy_http) -> None:
+    with toy_http() as server:
+        status, headers, body = _post(server, INIT, {"accept": "application/json"})
+        assert status == 200 and headers["content-type"] == "application/json"
+        assert json.loads(body)["result"]["serverInfo"]["name"] == "toy"
+        session = {"mcp-session-id": headers["mcp-session-id"], "accept": "application/json"}
+        _post(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "report",
+                "arguments": REPORT,
+                "_meta": {"acp": {"credentials": TEST_CREDENTIALS, "autocontext_delivered": True}},
+            },
+        }
+        status, _, body = _post(server, call, session)
+        assert status == 200
+        result = json.loads(body)["result"]
+        assert json.loads(result["content"][0]["text"])["total_rows"] == 40
+        # No stream means no back-channel: acp/read_table is refused at once, never awaited.
+        merge = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "merge_table", "arguments": {"table_ref": "x", "column": "c"}},
+        }
+        with anyio.fail_after(10):
+            status, _, body = await anyio.to_thread.run_sync(lambda: _post(server, merge, session))
+        assert json.loads(body)["result"]["_meta"]["acp"]["error"]["name"] == "ACP_HOST_TABLES_UNSUPPORTED"
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18", "2025-11-25"])
+async def test_handshake_revisions_complete_an_extraction_and_read_tables(toy_http, version) -> None:
+    tables = {"ds": HostTable(headers=[{"name": "v", "type": "integer"}], rows=[{"v": 2}, {"v": 5}])}
+    with toy_http() as server:
+        async with AcpHost(url=server.url, protocol_version=version, tables=tables) as host:
+            assert host.initialize_result["protocolVersion"] == version
+            await host.configure(credentials=TEST_CREDENTIALS)
+            result = await host.call("report", REPORT, {"autocontext_delivered": True})
+            assert result.model_response["total_rows"] == 40
+            merged = await host.call("merge_table", {"table_ref": "ds", "column": "v"})
+            assert merged.model_response["sum"] == 7  # acp/read_table rode the POST's SSE stream
+
+
+async def test_stateless_2026_07_28_client(toy_http) -> None:
+    """The gateway revision: no session; credentials per call; configure and read_table say why not."""
+    with toy_http() as server:
+        async with AcpHost(
+            url=server.url, protocol_version="2026-07-28", tables={"ds": HostTable(rows=[{"v": 1}])}
+        ) as host:
+            assert (host.server_capability or {})["version"] == "1.0"  # experimental.acp via server/discover
+            assert host.server_info["name"] == "toy"
+            with pytest.raises(HostProtocolError) as refused:
+                await host.configure(credentials=TEST_CREDENTIALS)
+            assert "_meta.acp" in refused.value.message
+            result = await host.call("report", REPORT, {"credentials": TEST_CREDENTIALS, "autocontext_delivered": True})
+            assert result.model_response["notice"] == "Showing 25 of 40 extracted rows."
+            assert len(result.rows()) == 40
+            with anyio.fail_after(10):
+                merged = await host.call("merge_table", {"table_ref": "ds", "column": "v"})
+            assert merged.error_name == "ACP_HOST_TABLES_UNSUPPORTED"
+            assert host.read_table_requests == []
+            # on_first_call still works without a transport session: keyed by identity and session_id.
+            meta = {"credentials": TEST_CREDENTIALS, "session_id": "gateway-conversation"}
+            attached = [(await host.call("report", REPORT, meta)).system_info["autocontext_attached"] for _ in range(2)]
+            assert attached == [True, False]
+
+
+def test_unsafe_binds_are_refused_before_listening(tmp_path: Path) -> None:
+    """A non-loopback bind needs ACP_HTTP_TOKEN, and TLS or an explicit TLS proxy (spec 3.2)."""
+    for env, needle in (({}, "ACP_HTTP_TOKEN"), ({"ACP_HTTP_TOKEN": "t" * 32}, "TLS")):
+        done = subprocess.run(
+            [*TOY, "--http", "--host", "0.0.0.0", "--port", "9"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            env={"PATH": "/usr/bin:/bin", **env},
+        )
+        assert done.returncode == 2
+        assert needle in done.stderr and "Traceback" not in done.stderr
+    check_options(HttpOptions(host="10.0.0.5", token="t" * 32, behind_tls_proxy=True))
+    check_options(HttpOptions(host="10.0.0.5", token="t" * 32, tls_cert="c.pem", tls_key="k.pem"))
+    check_options(HttpOptions(host="::1"))
+    with pytest.raises(StartRefused, match="go together"):
+        check_options(HttpOptions(host="127.0.0.1", tls_cert="c.pem"))
+    with pytest.raises(StartRefused):
+        check_options(HttpOptions(host="acp.example", token="t" * 32))
+
+
+async def test_https_round_trip_and_https_table_links(tmp_path: Path) -> None:
+    """--tls-cert/--tls-key serve HTTPS, and the table links the server hands out are https too."""
+    import ssl
+
+    from http_support import free_port
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    openssl = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+    made = subprocess.run(
+        [*openssl, "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    port = free_port()
+    base = f"https://127.0.0.1:{port}"
+    context = ssl.create_default_context(cafile=str(cert))
+    process = subprocess.Popen(
+        [*TOY, "--http", "--port", str(port), "--tls-cert", str(cert), "--tls-key", str(key)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def post(body: dict, session: str | None = None) -> tuple[dict, dict]:
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if session:
+            headers["mcp-session-id"] = session
+        request = urllib.request.Request(base + "/mcp", data=json.dumps(body).encode(), method="POST", headers=headers)
+        with urllib.request.urlopen(request, context=context, timeout=30) as answer:
+            raw = answer.read()
+            return dict(answer.headers), (json.loads(raw) if raw else {})
+
+    try:
+        for _ in range(150):
+            try:
+                with urllib.request.urlopen(f"{base}/healthz", context=context, timeout=2) as answer:
+                    assert answer.status == 200
+                    break
+            except (urllib.error.URLError, ConnectionError):
+                await anyio.sleep(0.1)
+        else:
+            pytest.fail("HTTPS server did not start")
+        headers, _ = await anyio.to_thread.run_sync(post, INIT)
+        session = headers["mcp-session-id"]
+        meta = {"credentials": TEST_CREDENTIALS, "inline_max_bytes": 100, "autocontext_delivered": True}
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "report", "arguments": REPORT, "_meta": {"acp": meta}},
+        }
+        _, answer = await anyio.to_thread.run_sync(post, call, session)
+        uri = answer["result"]["_meta"]["acp"]["system_data"]["table_uri"]
+        assert uri.startswith(f"{base}/tables/")
+        with urllib.request.urlopen(uri, context=context, timeout=30) as table:
+            assert len(json.loads(table.read())) == 40
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.mark.parametrize("version", [None, "2026-07-28"])
+async def test_cancellation_reaches_the_source_over_http(toy_http, tmp_path: Path, version) -> None:
+    """notifications/cancelled (sessions) or the request going away (stateless) stops the work."""
+    with toy_http() as server:
+        async with AcpHost(url=server.url, protocol_version=version) as host:
+            with anyio.move_on_after(1.0):
+                await host.call("sleep", {"resource_id": "acc_1", "seconds": 30}, {"credentials": TEST_CREDENTIALS})
+            log = tmp_path / "toy-state" / "cancel.log"
+            with anyio.fail_after(8):
+                while not log.exists():
+                    await anyio.sleep(0.05)
+            assert "stopped at source" in log.read_text("utf-8")
+            again = await host.call("whoami", {}, {"credentials": TEST_CREDENTIALS})
+            assert again.model_response["identity"] == "toy:team-a"
