@@ -73,9 +73,11 @@ class Resources:
     """``resource_id`` metadata (spec 4.2, 6) and the functions behind it.
 
     ``normalize`` is syntactic (no I/O): it accepts reasonable variants and returns the
-    canonical id and level. ``list`` returns every resource the credentials can reach, in
-    the source's order; the core ranks the 25 suggestions. ``check`` verifies that a
-    resource exists before autocontext runs its blocks.
+    canonical id and level. It also gets the call's credentials, or None when there are
+    none, for sources whose id shape depends on the kind of account (a database engine).
+    ``list`` returns every resource the credentials can reach, in the source's order; the
+    core ranks the 25 suggestions. ``check`` verifies that a resource exists before
+    autocontext runs its blocks.
     """
 
     description: str
@@ -84,7 +86,7 @@ class Resources:
     title: str | None = None
     separators: tuple[str, ...] = ()
     levels: tuple[str, ...] = ()
-    normalize: Callable[[str], ResourceRef] | None = None
+    normalize: Callable[[str, JsonObject | None], ResourceRef] | None = None
     list: Callable[[CallContext], Awaitable[Sequence[ResourceSummary]]] | None = None
     check: Callable[[ResourceRef, CallContext], Awaitable[None]] | None = None
 

@@ -405,7 +405,7 @@ class AcpRuntime:
             return await self._autocontext(ctx, session, meta, eff, arguments, call)
         if params.name == TOOL_AUTOCONTEXT_DATA:
             call.kind = "autocontext_data"
-            return self._autocontext_data(arguments, call)
+            return self._autocontext_data(arguments, eff, call)
         tool = self._tools.get(params.name)
         if tool is None:
             available = ", ".join(t.name for t in self.published_tools())
@@ -482,7 +482,7 @@ class AcpRuntime:
                 f"Missing resource_id ({spec.format}). Call autocontext without arguments to list the "
                 "available resources, then pass one as resource_id."
             )
-        ref = self._normalize(text)
+        ref = self._normalize(text, eff.credentials)
         if tool.levels is not None and ref.level not in tool.levels:
             raise InvalidArguments(
                 f"{tool.name} works on {', '.join(tool.levels)} resources; '{ref.id}' is a {ref.level}. "
@@ -490,11 +490,11 @@ class AcpRuntime:
             )
         return ref
 
-    def _normalize(self, text: str) -> ResourceRef:
+    def _normalize(self, text: str, credentials: JsonObject | None) -> ResourceRef:
         normalize = self.connector.resources.normalize
         if normalize is None:
             return ResourceRef(id=text.strip(), level=(self.connector.resources.levels or ("resource",))[0])
-        return normalize(text)
+        return normalize(text, credentials)
 
     def _selection(self, tool: Tool, requested: Any, eff: Effective) -> list[str] | None:
         """Effective catalog selection (spec 8.7): arguments > _meta/configure > defaults > all."""
@@ -559,9 +559,9 @@ class AcpRuntime:
         )
 
     # -- autocontext (spec 6.3, 7) ---------------------------------------------------------------
-    def _autocontext_data(self, arguments: JsonObject, call: _Call) -> types.CallToolResult:
+    def _autocontext_data(self, arguments: JsonObject, eff: Effective, call: _Call) -> types.CallToolResult:
         args = self._check_arguments(TOOL_AUTOCONTEXT_DATA, autocontext_data_schema(self.connector), None, arguments)
-        ref = self._normalize(args["resource_id"]) if args.get("resource_id") else None
+        ref = self._normalize(args["resource_id"], eff.credentials) if args.get("resource_id") else None
         call.resource_id = ref.id if ref else None
         blocks = [descriptor(b) for b in applicable(self.connector.blocks, ref)]
         return self._result(call, "autocontext_data", blocks, self._system_info(call))
@@ -582,7 +582,7 @@ class AcpRuntime:
         if not (isinstance(raw_resource, str) and raw_resource.strip()):
             cctx = self._context(ctx, TOOL_AUTOCONTEXT, eff, principal, None, call)
             return await self._suggestions(cctx, principal, eff, args.get("query"), call)
-        ref = self._normalize(raw_resource)
+        ref = self._normalize(raw_resource, eff.credentials)
         call.resource_id = ref.id
         requested = args.get("request_data") or []
         chosen = requested_blocks(self.connector.blocks, requested) if requested else None

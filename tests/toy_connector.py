@@ -101,7 +101,7 @@ async def authenticate(credentials: dict[str, Any], ctx: CallContext) -> None:
         raise CredentialsInvalid("The toy source rejected these credentials. Ask the user to re-enter the API key.")
 
 
-def normalize(text: str) -> ResourceRef:
+def normalize(text: str, credentials: dict[str, Any] | None = None) -> ResourceRef:
     cleaned = text.strip().strip("`").replace("/", ".")
     if cleaned.startswith("accounts."):
         cleaned = cleaned[len("accounts.") :]

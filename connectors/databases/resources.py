@@ -6,6 +6,8 @@ and brackets around parts, and ``/`` as a separator.
 
 from __future__ import annotations
 
+from typing import Any
+
 from shared import CallContext, InvalidArguments, ResourceRef, ResourceSummary
 
 from . import sqlite
@@ -48,7 +50,7 @@ def _split(text: str) -> list[str]:
     return [_strip(p) for p in parts]
 
 
-def normalize(text: str) -> ResourceRef:
+def normalize(text: str, credentials: dict[str, Any] | None = None) -> ResourceRef:
     parts = _split(text)
     if not parts or any(not p for p in parts) or len(parts) > 2:
         raise InvalidArguments(
