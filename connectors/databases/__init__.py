@@ -1,6 +1,7 @@
-"""Databases ACP connector: read-only SQL over SQLite files.
+"""Databases ACP connector: read-only SQL over SQLite, DuckDB, PostgreSQL and MySQL/MariaDB,
+with schema autocontext and, when the source allows it, appends from host tables.
 
-The declaration a reader opens first: credentials, resources, blocks and tools.
+The declaration a reader opens first: credentials, configuration, resources, blocks, tools.
 """
 
 from __future__ import annotations
@@ -9,37 +10,136 @@ from typing import Any
 
 from shared import CallContext, Connector, Cost, Credentials, Principal, Resources
 
-from . import resources, sqlite
+from . import resources
 from .blocks import BLOCKS
-from .tools import EXECUTE_SQL
+from .engine import engine_for, translate_any
+from .policy import ACCESS_MODES
+from .tools import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, TOOLS
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+
+def _file_variant(kind: str, title: str, example: str) -> dict[str, Any]:
+    return {
+        "title": title,
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "const": kind},
+            "path": {
+                "type": "string",
+                "title": "Database file",
+                "description": "Absolute path of the database file.",
+                "examples": [example],
+            },
+        },
+        "required": ["type", "path"],
+    }
+
+
+def _server_variant(kind: str, title: str, port: int, tls: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "title": title,
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "const": kind},
+            "host": {"type": "string", "title": "Host", "examples": ["db.example.com"]},
+            "port": {"type": "integer", "title": "Port", "default": port, "minimum": 1, "maximum": 65535},
+            "user": {"type": "string", "title": "User", "description": "Prefer a read-only user (least privilege)."},
+            "password": {"type": "string", "title": "Password", "writeOnly": True},
+            "database": {"type": "string", "title": "Database"},
+            **tls,
+        },
+        "required": ["type", "host", "user", "database"],
+    }
+
+
+def _dsn_variant(kind: str, title: str, example: str) -> dict[str, Any]:
+    return {
+        "title": title,
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "const": kind},
+            "dsn": {
+                "type": "string",
+                "title": "Connection string",
+                "description": f"For example {example}. It holds the password, so it is stored as a secret.",
+                "writeOnly": True,
+            },
+        },
+        "required": ["type", "dsn"],
+    }
+
+
+_PG_TLS = {
+    "sslmode": {
+        "type": "string",
+        "title": "TLS mode",
+        "enum": ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"],
+        "default": "prefer",
+    },
+    "sslrootcert": {"type": "string", "title": "CA certificate file", "description": "For verify-ca / verify-full."},
+}
+_MYSQL_TLS = {
+    "ssl_mode": {
+        "type": "string",
+        "title": "TLS mode",
+        "enum": ["disabled", "preferred", "required", "verify_ca", "verify_identity"],
+        "default": "preferred",
+    },
+    "ssl_ca": {"type": "string", "title": "CA certificate file", "description": "For verify_ca / verify_identity."},
+}
 
 CREDENTIALS_SCHEMA = {
-    "title": "SQLite file",
-    "type": "object",
-    "properties": {
-        "type": {"type": "string", "const": "sqlite"},
-        "path": {
-            "type": "string",
-            "title": "Database file",
-            "description": "Absolute path of the SQLite file. It is opened read-only.",
-            "examples": ["/data/shop.sqlite"],
-        },
-    },
-    "required": ["type", "path"],
+    "oneOf": [
+        _file_variant("sqlite", "SQLite file", "/data/shop.sqlite"),
+        _file_variant("duckdb", "DuckDB file", "/data/warehouse.duckdb"),
+        _server_variant("postgres", "PostgreSQL", 5432, _PG_TLS),
+        _dsn_variant("postgres_dsn", "PostgreSQL connection string", "postgresql://reader:…@db.example.com/shop"),
+        _server_variant("mysql", "MySQL or MariaDB", 3306, _MYSQL_TLS),
+        _dsn_variant("mysql_dsn", "MySQL or MariaDB connection string", "mysql://reader:…@db.example.com:3306/shop"),
+    ]
 }
 
 CONFIG_SCHEMA = {
     "type": "object",
     "properties": {
+        "access_mode": {
+            "type": "string",
+            "title": "Access mode",
+            "description": "What write tools may do. execute_sql is read-only in every mode.",
+            "enum": list(ACCESS_MODES),
+            "enumNames": ["Read only", "Read and add rows"],
+            "default": "onlyRead",
+        },
+        "table_rules": {
+            "type": "string",
+            "title": "Per-table access",
+            "description": 'JSON list of {"pattern": "<regex>", "mode": "onlyRead" | "readAndOnlyAdd"}; the first '
+            "pattern matching the table (or schema.table) wins.",
+            "contentMediaType": "application/json",
+        },
+        "hidden": {
+            "type": "string",
+            "title": "Hidden tables and columns",
+            "description": 'JSON list of regexes matched against "table", "schema.table", "table.column" and '
+            '"schema.table.column", for example ["customers\\\\.email", ".*\\\\.ssn"]. Hidden data never reaches '
+            "the model or the host, and queries that use it are refused.",
+            "contentMediaType": "application/json",
+        },
         "statement_timeout_s": {
             "type": "integer",
             "title": "Statement timeout (s)",
             "description": "A query running longer is stopped by the engine.",
-            "default": 300,
+            "default": DEFAULT_TIMEOUT_S,
             "minimum": 1,
             "maximum": 86400,
+        },
+        "max_rows": {
+            "type": "integer",
+            "title": "Maximum rows per extraction",
+            "description": "An extraction stops here and says so; the table keeps the rows up to the cap.",
+            "default": DEFAULT_MAX_ROWS,
+            "minimum": 1,
         },
     },
     "required": [],
@@ -47,36 +147,34 @@ CONFIG_SCHEMA = {
 
 
 def identify(credentials: dict[str, Any]) -> Principal:
-    path = str(credentials["path"])
-    sqlite.validate_path(path)
-    return Principal(identity=sqlite.identity(path))
+    return engine_for(credentials).identify(credentials)
 
 
 async def authenticate(credentials: dict[str, Any], ctx: CallContext) -> None:
-    """Open the file read-only and read its schema: proves it is a database we can read."""
-    path = str(credentials["path"])
+    """Open (or reuse) a connection: proves the credentials and the database work."""
+    from .access import with_connection
 
-    def probe() -> None:
-        with sqlite.opened(path, ctx.cancelled):
-            pass
-
-    await ctx.run_blocking(probe)
+    engine = engine_for(credentials)
+    await with_connection(ctx, engine.default_database(credentials), lambda conn: conn.databases())
 
 
 CONNECTOR = Connector(
     id="databases",
     title="Databases",
     version=__version__,
-    description="Read-only SQL over relational databases (SQLite), with schema autocontext.",
+    description="Read-only SQL over SQLite, DuckDB, PostgreSQL and MySQL/MariaDB, with schema, date ranges and "
+    "frequent values as autocontext.",
     instructions=(
-        "Databases ACP: a relational database (SQLite). Resources are <database> or <database>.<table>; "
-        "the autocontext gives tables, columns, date ranges and frequent values."
+        "A relational database (SQLite, DuckDB, PostgreSQL or MySQL/MariaDB) holding the user's business data, "
+        "queried with read-only SQL in the engine's dialect. The model sees a sample of each result; the host keeps "
+        "the full table."
     ),
     credentials=Credentials(schema=CREDENTIALS_SCHEMA, identify=identify, authenticate=authenticate),
     resources=Resources(
-        title="Database or table",
-        description="Database name (the file name without extension), optionally followed by .<table>.",
-        format="<database>[.<table>]",
+        title="Database, schema or table",
+        description="A database, optionally followed by .<schema> (PostgreSQL, DuckDB) and .<table>. On SQLite and "
+        "MySQL two parts are <database>.<table>.",
+        format="<database>[.<schema>][.<table>]",
         examples=("shop", "shop.orders"),
         separators=(".", "/"),
         levels=resources.LEVELS,
@@ -84,11 +182,11 @@ CONNECTOR = Connector(
         list=resources.list_resources,
         check=resources.check,
     ),
-    tools=(EXECUTE_SQL,),
+    tools=TOOLS,
     blocks=BLOCKS,
     config_schema=CONFIG_SCHEMA,
     cost=Cost(model="free", description="Queries run on your own database; there is no monetary cost per call."),
     autocontext_ttl_s=21600,
-    translate_error=sqlite.translate,
+    translate_error=translate_any,
     open_world=False,
 )

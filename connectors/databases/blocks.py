@@ -1,8 +1,8 @@
-"""Autocontext blocks of the databases connector (spec 7.1).
+"""Autocontext blocks of the databases connector (spec 7.1), the same for every engine.
 
-Blocks stay fast on large databases: counts and scans run under small time budgets,
-samples read a bounded number of rows, and a database-level call covers at most
-:data:`MAX_TABLES` tables.
+Blocks stay fast on large databases: row counts come from catalog statistics or run under a
+small budget, samples read a bounded number of rows, and a database- or schema-level call
+covers at most :data:`MAX_TABLES` tables. Hidden tables and columns never appear.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import Any
 from shared import Block, CallContext, ResourceRef
 from shared.values import parse_temporal_string
 
-from . import sqlite
-from .resources import database_path, format_id
+from .access import describe_value, locate, qualified, with_connection
+from .engine import ColumnInfo, Connection, Engine, Location, TableInfo
+from .policy import Policy
 
 MAX_TABLES = 25
 COUNT_BUDGET_S = 0.5
@@ -23,143 +24,234 @@ SAMPLE_ROWS = 10_000
 LOW_CARDINALITY = 20
 TOP_VALUES = 10
 _DATE_NAME = re.compile(r"(date|time|day|month|_at$|_on$|timestamp)", re.IGNORECASE)
-_TEXT_TYPE = re.compile(r"(char|text|clob|string)", re.IGNORECASE)
 
 
-def _table_names(db: sqlite.Database, ref: ResourceRef) -> list[str]:
-    names = [name for name, _ in db.tables()]
-    if ref.level == "table":
-        if ref.parts[1] not in names:
-            raise sqlite.not_found("table", ref.id, [format_id((ref.parts[0], n)) for n in names])
-        return [ref.parts[1]]
-    return names[:MAX_TABLES]
+def policy_of(ctx: CallContext) -> Policy:
+    return Policy.from_config(ctx.config)
 
 
-async def _with_database(ref: ResourceRef, ctx: CallContext, read: Any) -> Any:
-    path = database_path(ref, ctx)
+def _is_text(engine: Engine, column: ColumnInfo) -> bool:
+    declared = column.type.lower()
+    return not declared or any(t in declared for t in engine.text_types)
 
-    def run() -> Any:
-        with sqlite.opened(path, ctx.cancelled) as db:
-            return read(db)
 
-    return await ctx.run_blocking(run)
+def _declared_temporal(column: ColumnInfo) -> bool:
+    declared = column.type.upper()
+    return "DATE" in declared or ("TIME" in declared and "INTERVAL" not in declared)
+
+
+class _Scope:
+    """The tables a block covers at a location, without the hidden ones."""
+
+    def __init__(
+        self, engine: Engine, conn: Connection, location: Location, policy: Policy, budget_s: float = 0
+    ) -> None:
+        self.conn, self.location, self.policy = conn, location, policy
+        self.schema = location.schema
+        # At database level an engine with schemas names its tables "schema.table".
+        self.qualified_names = engine.has_schemas and location.schema is None
+        if location.table is not None:
+            infos = [t for t in conn.tables(location.schema, budget_s) if t.name == location.table]
+            if not infos:
+                from shared import ResourceNotFound
+
+                raise ResourceNotFound(f"No table '{location.table}'. Call autocontext without arguments.")
+        else:
+            infos = conn.tables(location.schema, budget_s)
+        self.tables: list[TableInfo] = [t for t in infos if not policy.table_hidden(*self.split(t.name))]
+
+    def split(self, name: str) -> tuple[str | None, str]:
+        """(schema, table) of a catalog name, which is schema-qualified at database level."""
+        if self.qualified_names:
+            schema, table = name.split(".", 1)
+            return schema, table
+        return self.schema, name
+
+    def columns(self, name: str) -> list[ColumnInfo]:
+        schema, table = self.split(name)
+        return self.policy.visible_columns(schema, table, self.conn.columns(schema, table))
+
+
+async def _run(ref: ResourceRef, ctx: CallContext, read: Any) -> Any:
+    engine, location = locate(ctx, ref)
+    policy = policy_of(ctx)
+    return await with_connection(ctx, location.database, lambda conn: read(engine, conn, location, policy))
+
+
+async def fetch_schemas(ref: ResourceRef, ctx: CallContext) -> Any:
+    def read(engine: Engine, conn: Connection, location: Location, policy: Policy) -> Any:
+        out = []
+        for schema in conn.schemas() if engine.has_schemas else [None]:
+            tables = [t for t in conn.tables(schema, 0) if not policy.table_hidden(schema, t.name)]
+            out.append({"schema": schema or location.database, "tables": len(tables)})
+        return out
+
+    return await _run(ref, ctx, read)
 
 
 async def fetch_tables(ref: ResourceRef, ctx: CallContext) -> Any:
-    def read(db: sqlite.Database) -> list[dict[str, Any]]:
+    def read(engine: Engine, conn: Connection, location: Location, policy: Policy) -> Any:
         out = []
-        for name, kind in db.tables():
-            count, estimated = db.row_count(name, kind, COUNT_BUDGET_S)
-            entry: dict[str, Any] = {"table": name, "type": kind, "rows": count}
-            if estimated:
+        for info in _Scope(engine, conn, location, policy, COUNT_BUDGET_S).tables:
+            entry: dict[str, Any] = {"table": info.name, "type": info.kind, "rows": info.rows}
+            if info.estimated:
                 entry["rows_estimated"] = True
+            if info.comment:
+                entry["comment"] = info.comment
             out.append(entry)
         return out
 
-    return await _with_database(ref, ctx, read)
+    return await _run(ref, ctx, read)
 
 
 async def fetch_table_schemas(ref: ResourceRef, ctx: CallContext) -> Any:
-    def read(db: sqlite.Database) -> list[dict[str, Any]]:
+    def read(engine: Engine, conn: Connection, location: Location, policy: Policy) -> Any:
+        scope = _Scope(engine, conn, location, policy)
         out = []
-        for table in _table_names(db, ref):
+        for info in scope.tables[:MAX_TABLES]:
+            schema, table = scope.split(info.name)
             columns = []
-            for column in db.columns(table):
-                entry: dict[str, Any] = {"name": column["name"], "type": column["type"] or "ANY"}
-                if column["pk"]:
+            for column in scope.columns(info.name):
+                entry: dict[str, Any] = {"name": column.name, "type": column.type or "ANY"}
+                if column.primary_key:
                     entry["primary_key"] = True
-                if not column["nullable"]:
+                if not column.nullable:
                     entry["not_null"] = True
+                if column.comment:
+                    entry["comment"] = column.comment
                 columns.append(entry)
-            schema: dict[str, Any] = {"table": table, "columns": columns}
-            keys = db.foreign_keys(table)
+            described: dict[str, Any] = {"table": info.name, "columns": columns}
+            if info.comment:
+                described["comment"] = info.comment
+            keys = _visible_keys(conn, policy, schema, table)
             if keys:
-                schema["foreign_keys"] = keys
-            out.append(schema)
+                described["foreign_keys"] = keys
+            out.append(described)
         return out
 
-    return await _with_database(ref, ctx, read)
+    return await _run(ref, ctx, read)
 
 
-def _is_date_like(db: sqlite.Database, table: str, column: dict[str, Any]) -> bool:
-    declared = str(column["type"]).upper()
-    if "DATE" in declared or "TIME" in declared:
+def _visible_keys(conn: Connection, policy: Policy, schema: str | None, table: str) -> list[dict[str, Any]]:
+    keys = []
+    for key in conn.foreign_keys(schema, table):
+        ref_schema = key.ref_schema or schema
+        if policy.table_hidden(ref_schema, key.ref_table):
+            continue
+        if any(policy.column_hidden(schema, table, c) for c in key.columns):
+            continue
+        if any(policy.column_hidden(ref_schema, key.ref_table, c) for c in key.ref_columns):
+            continue
+        target = (
+            qualified(key.ref_schema, key.ref_table) if key.ref_schema and key.ref_schema != schema else key.ref_table
+        )
+        keys.append({"columns": list(key.columns), "references": target, "referenced_columns": list(key.ref_columns)})
+    return keys
+
+
+def _date_like(engine: Engine, conn: Connection, schema: str | None, table: str, column: ColumnInfo) -> bool:
+    if _declared_temporal(column):
         return True
-    if not _DATE_NAME.search(column["name"]) or (declared and not _TEXT_TYPE.search(declared)):
+    if not _is_text(engine, column) or not _DATE_NAME.search(column.name):
         return False
-    sample = db.scalar_rows(
-        f"SELECT {sqlite.quote(column['name'])} FROM {sqlite.quote(table)} "
-        f"WHERE typeof({sqlite.quote(column['name'])}) = 'text' LIMIT 1"
-    )
-    return bool(sample) and parse_temporal_string(str(sample[0][0])) is not None
+    sample = conn.first_text(schema, table, column.name, COLUMN_BUDGET_S)
+    return sample is not None and parse_temporal_string(sample) is not None
 
 
 async def fetch_date_ranges(ref: ResourceRef, ctx: CallContext) -> Any:
-    def read(db: sqlite.Database) -> list[dict[str, Any]]:
+    def read(engine: Engine, conn: Connection, location: Location, policy: Policy) -> Any:
+        scope = _Scope(engine, conn, location, policy)
         out = []
-        for table in _table_names(db, ref):
-            for column in db.columns(table):
+        for info in scope.tables[:MAX_TABLES]:
+            schema, table = scope.split(info.name)
+            for column in scope.columns(info.name):
                 try:
-                    with db.budget(COLUMN_BUDGET_S):
-                        if not _is_date_like(db, table, column):
-                            continue
-                        name = sqlite.quote(column["name"])
-                        low, high = db.scalar_rows(f"SELECT min({name}), max({name}) FROM {sqlite.quote(table)}")[0]
-                except sqlite.TimeBudgetExceeded:
-                    continue  # a huge unindexed column: skip it rather than stall the block
-                if low is not None:
-                    out.append({"table": table, "column": column["name"], "min": low, "max": high})
+                    if not _date_like(engine, conn, schema, table, column):
+                        continue
+                    bounds = conn.min_max(schema, table, column.name, COLUMN_BUDGET_S)
+                except Exception as exc:
+                    if engine.translate(exc) is None and not _is_budget(exc):
+                        raise
+                    continue
+                if bounds is not None:
+                    low, high = (describe_value(v) for v in bounds)
+                    out.append({"table": info.name, "column": column.name, "min": low, "max": high})
         return out
 
-    return await _with_database(ref, ctx, read)
+    return await _run(ref, ctx, read)
+
+
+def _is_budget(exc: BaseException) -> bool:
+    return type(exc).__name__ == "TimeBudgetExceeded"
 
 
 async def fetch_sample_values(ref: ResourceRef, ctx: CallContext) -> Any:
-    def read(db: sqlite.Database) -> list[dict[str, Any]]:
+    def read(engine: Engine, conn: Connection, location: Location, policy: Policy) -> Any:
+        scope = _Scope(engine, conn, location, policy)
         out = []
-        for table in _table_names(db, ref):
-            for column in db.columns(table):
-                declared = str(column["type"])
-                if column["pk"] or (declared and not _TEXT_TYPE.search(declared)):
+        for info in scope.tables[:MAX_TABLES]:
+            schema, table = scope.split(info.name)
+            for column in scope.columns(info.name):
+                if column.primary_key or not _is_text(engine, column):
                     continue
-                name = sqlite.quote(column["name"])
                 try:
-                    with db.budget(COLUMN_BUDGET_S):
-                        if _is_date_like(db, table, column):
-                            continue
-                        rows = db.scalar_rows(
-                            f"SELECT v, count(*) AS n FROM (SELECT {name} AS v FROM {sqlite.quote(table)} "
-                            f"LIMIT {SAMPLE_ROWS}) WHERE typeof(v) = 'text' GROUP BY v ORDER BY n DESC, v "
-                            f"LIMIT {LOW_CARDINALITY + 1}"
-                        )
-                except sqlite.TimeBudgetExceeded:
+                    if _date_like(engine, conn, schema, table, column):
+                        continue
+                    rows = conn.top_values(
+                        schema, table, column.name, SAMPLE_ROWS, LOW_CARDINALITY + 1, COLUMN_BUDGET_S
+                    )
+                except Exception as exc:
+                    if engine.translate(exc) is None and not _is_budget(exc):
+                        raise
                     continue
                 if 0 < len(rows) <= LOW_CARDINALITY:
                     out.append(
                         {
-                            "table": table,
-                            "column": column["name"],
-                            "values": [r[0] for r in rows[:TOP_VALUES]],
+                            "table": info.name,
+                            "column": column.name,
+                            "values": [describe_value(r[0]) for r in rows[:TOP_VALUES]],
                             "distinct": len(rows),
                         }
                     )
         return out
 
-    return await _with_database(ref, ctx, read)
+    return await _run(ref, ctx, read)
+
+
+async def fetch_relationships(ref: ResourceRef, ctx: CallContext) -> Any:
+    def read(engine: Engine, conn: Connection, location: Location, policy: Policy) -> Any:
+        scope = _Scope(engine, conn, location, policy)
+        edges = []
+        for info in scope.tables[: MAX_TABLES * 4]:
+            schema, table = scope.split(info.name)
+            for key in _visible_keys(conn, policy, schema, table):
+                source = ", ".join(f"{info.name}.{c}" for c in key["columns"])
+                target = ", ".join(f"{key['references']}.{c}" for c in key["referenced_columns"])
+                edges.append(f"{source} → {target}")
+        return edges
+
+    return await _run(ref, ctx, read)
 
 
 BLOCKS = (
     Block(
-        id="tables",
-        description="Tables and views of the database with their row counts (estimated on very large tables).",
-        fetch=fetch_tables,
+        id="schemas",
+        description="Schemas of the database with their number of tables (a MySQL or SQLite database is one schema).",
+        fetch=fetch_schemas,
         applies_to=("database",),
+        ttl_s=21600,
+    ),
+    Block(
+        id="tables",
+        description="Tables and views with their row counts (catalog estimates on large tables, flagged).",
+        fetch=fetch_tables,
+        applies_to=("database", "schema"),
         ttl_s=3600,
     ),
     Block(
         id="table_schemas",
-        description=f"Columns of the table, or of the first {MAX_TABLES} tables: type, primary key, "
-        "NOT NULL, and foreign keys.",
+        description=f"Columns of the table, or of the first {MAX_TABLES} tables: type, primary key, NOT NULL, "
+        "comment, and foreign keys.",
         fetch=fetch_table_schemas,
         ttl_s=21600,
     ),
@@ -172,8 +264,14 @@ BLOCKS = (
     Block(
         id="sample_values",
         description=f"Most frequent values of low-cardinality text columns (at most {LOW_CARDINALITY} distinct "
-        f"in a sample of the first {SAMPLE_ROWS} rows), for exact filters.",
+        f"in a sample of {SAMPLE_ROWS} rows), for exact filters.",
         fetch=fetch_sample_values,
+        ttl_s=21600,
+    ),
+    Block(
+        id="relationships",
+        description="Foreign-key joins between tables, as 'table.column → table.column'.",
+        fetch=fetch_relationships,
         ttl_s=21600,
     ),
 )

@@ -1,7 +1,9 @@
-"""``resource_id`` of the databases connector: ``<database>[.<table>]``.
+"""``resource_id`` of the databases connector: ``<database>[.<schema>][.<table>]``.
 
-The database is the file's stem. Reasonable variants are normalized: quotes, backticks
-and brackets around parts, and ``/`` as a separator.
+Two parts mean ``database.schema`` on engines with schemas (PostgreSQL, DuckDB) and
+``database.table`` on the others (SQLite, MySQL/MariaDB, where a database is a schema).
+Reasonable variants are normalized: quotes, backticks and brackets around parts, and ``/``
+as a separator. A part that itself holds a dot is double-quoted in canonical ids.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from typing import Any
 
 from shared import CallContext, InvalidArguments, ResourceRef, ResourceSummary
 
-from . import sqlite
+from .access import engine_of, locate, with_connection
+from .engine import HAS_SCHEMAS, Connection
 
-LEVELS = ("database", "table")
+LEVELS = ("database", "schema", "table")
 
 
 def _strip(part: str) -> str:
@@ -51,58 +54,75 @@ def _split(text: str) -> list[str]:
 
 
 def normalize(text: str, credentials: dict[str, Any] | None = None) -> ResourceRef:
+    schemas = HAS_SCHEMAS.get(str((credentials or {}).get("type")), False)
     parts = _split(text)
-    if not parts or any(not p for p in parts) or len(parts) > 2:
+    most = 3 if schemas else 2
+    if not parts or any(not p for p in parts) or len(parts) > most:
+        shape = "<database>[.<schema>][.<table>]" if schemas else "<database>[.<table>]"
         raise InvalidArguments(
-            f"Invalid resource_id '{text[:80]}'. Use <database> or <database>.<table>, for example shop or shop.orders."
+            f"Invalid resource_id '{text[:80]}'. Use {shape}, for example shop or shop.orders. "
+            "Call autocontext without arguments to list them."
         )
-    return ResourceRef(id=format_id(parts), level=LEVELS[len(parts) - 1], parts=tuple(parts))
-
-
-def database_path(ref: ResourceRef, ctx: CallContext) -> str:
-    """The file behind a resource; the database part must name the configured file."""
-    path = str(ctx.require_credentials()["path"])
-    name = sqlite.database_name(path)
-    if ref.parts[0] != name:
-        raise sqlite.not_found("database", ref.parts[0], [name])
-    return path
+    level = LEVELS[len(parts) - 1] if schemas else "database" if len(parts) == 1 else "table"
+    return ResourceRef(id=format_id(parts), level=level, parts=tuple(parts))
 
 
 async def check(ref: ResourceRef, ctx: CallContext) -> None:
-    path = database_path(ref, ctx)
-    if ref.level != "table":
-        return
+    """The database (and schema, and table) exist and are not hidden."""
+    from .blocks import policy_of
 
-    def missing() -> list[str] | None:
-        with sqlite.opened(path, ctx.cancelled) as db:
-            tables = [name for name, _ in db.tables()]
-        return None if ref.parts[1] in tables else tables
+    _engine, location = locate(ctx, ref)
+    policy = policy_of(ctx)
 
-    available = await ctx.run_blocking(missing)
-    if available is not None:
-        raise sqlite.not_found("table", ref.id, [format_id((ref.parts[0], t)) for t in available])
+    def verify(conn: Connection) -> None:
+        if location.schema is not None and location.schema not in conn.schemas():
+            raise _missing("schema", ref, [format_id([location.database, s]) for s in conn.schemas()])
+        if location.table is not None:
+            names = [t.name for t in conn.tables(location.schema, 0)]
+            if location.table not in names or policy.table_hidden(location.schema, location.table):
+                prefix = [location.database] + ([location.schema] if location.schema else [])
+                visible = [n for n in names if not policy.table_hidden(location.schema, n)]
+                raise _missing("table", ref, [format_id([*prefix, n]) for n in visible])
+
+    await with_connection(ctx, location.database, verify)
+
+
+def _missing(kind: str, ref: ResourceRef, available: list[str]) -> Exception:
+    from shared import ResourceNotFound
+
+    listed = ", ".join(available[:25]) or "none"
+    return ResourceNotFound(
+        f"No {kind} '{ref.id}' in this source. Available: {listed}. Call autocontext without arguments to list them."
+    )
 
 
 async def list_resources(ctx: CallContext) -> list[ResourceSummary]:
-    """The database, then its tables and views."""
-    path = str(ctx.require_credentials()["path"])
+    """Databases, then their schemas (engines with schemas), then a single file's tables."""
+    from .blocks import policy_of
 
-    def read() -> list[tuple[str, str]]:
-        with sqlite.opened(path, ctx.cancelled) as db:
-            return db.tables()
+    engine = engine_of(ctx)
+    credentials = ctx.require_credentials()
+    policy = policy_of(ctx)
 
-    tables = await ctx.run_blocking(read)
-    name = sqlite.database_name(path)
-    out: list[ResourceSummary] = [
-        {
-            "resource_id": format_id([name]),
-            "name": name,
-            "group": "SQLite",
-            "description": f"SQLite database, {len(tables)} tables",
-        }
-    ]
-    out.extend(
-        {"resource_id": format_id([name, table]), "name": table, "group": name, "description": kind}
-        for table, kind in tables
-    )
-    return out
+    def read(conn: Connection) -> list[ResourceSummary]:
+        out: list[ResourceSummary] = []
+        databases = conn.databases()
+        for database in databases:
+            out.append({"resource_id": format_id([database]), "name": database, "group": engine.title})
+        if engine.has_schemas:
+            for schema in conn.schemas():
+                out.append({"resource_id": format_id([conn.database, schema]), "name": schema, "group": conn.database})
+        elif len(databases) == 1:
+            for table in conn.tables(None, 0):
+                if not policy.table_hidden(None, table.name):
+                    out.append(
+                        {
+                            "resource_id": format_id([conn.database, table.name]),
+                            "name": table.name,
+                            "group": conn.database,
+                            "description": table.kind,
+                        }
+                    )
+        return out
+
+    return await with_connection(ctx, engine.default_database(credentials), read)

@@ -1,57 +1,161 @@
-"""Tools of the databases connector."""
+"""Tools of the databases connector: ``execute_sql`` (extraction), ``describe_table`` (info)
+and ``insert_rows`` (write, from a host table)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from shared import CallContext, Extraction, Tool
-from shared.sql import check_query_only
+from shared import CallContext, Extraction, Info, InvalidArguments, Tool
 
-from . import sqlite
-from .resources import database_path
+from .access import locate, with_connection
+from .blocks import policy_of
+from .engine import Connection, QueryOutcome
 
 _SQL_IN_DESCRIPTION = 300
+DEFAULT_TIMEOUT_S = 300
+DEFAULT_MAX_ROWS = 2_000_000
 
 
 async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
     sql = str(arguments["sql"])
     ref = ctx.require_resource()
-    path = database_path(ref, ctx)
-    timeout_s = float(ctx.config.get("statement_timeout_s", 300))
-    holder: list[sqlite.Database] = []
+    engine, location = locate(ctx, ref)
+    policy = policy_of(ctx)
+    timeout_s = float(ctx.config.get("statement_timeout_s", DEFAULT_TIMEOUT_S))
+    max_rows = int(ctx.config.get("max_rows", DEFAULT_MAX_ROWS))
 
-    def run() -> tuple[Any, list[str]]:
-        dates = check_query_only(sql, "sqlite", sqlite.FORBIDDEN_FUNCTIONS)  # parser layer, off the event loop
+    def run(conn: Connection) -> tuple[Any, list[str], QueryOutcome]:
+        dates = engine.check_sql(sql)  # the parser layer, before the engine's own layers
+        policy.check_query(sql, engine.dialect, location.schema, lambda s, t: [c.name for c in conn.columns(s, t)])
         writer = ctx.table()
-        with sqlite.opened(path, ctx.cancelled) as db:
-            holder.append(db)
-            with db.budget(timeout_s):
-                db.stream(sql, writer)
-        return writer.finish(), dates
+        outcome = conn.stream(sql, writer, schema=location.schema, timeout_s=timeout_s, max_rows=max_rows)
+        return writer.finish(), dates, outcome
 
-    def cancel() -> None:
-        if holder:
-            holder[0].interrupt()
-
-    table, dates = await ctx.run_blocking(run, cancel=cancel)
-    file_name = Path(path).name
+    table, dates, outcome = await with_connection(ctx, location.database, run)
+    warnings = list(outcome.warnings)
+    source: dict[str, Any] = {"engine": engine.name, "database": location.database}
+    if location.schema:
+        source["schema"] = location.schema
+    if outcome.capped:
+        warnings.append(
+            f"The result has more than max_rows ({max_rows}) rows; the extraction stopped there. Add filters or "
+            "aggregate, or ask the user to raise max_rows."
+        )
+        source.update(truncated=True, max_rows=max_rows)
     shown_sql = sql if len(sql) <= _SQL_IN_DESCRIPTION else sql[: _SQL_IN_DESCRIPTION - 1] + "…"
+    path = ctx.require_credentials().get("path")
+    where = f"{Path(str(path)).name} ({location.database})" if path else location.database
+    if location.schema:
+        where += f", schema {location.schema}"
     return Extraction(
         tables=[table],
-        description=f"SQLite database {file_name} ({ref.parts[0]}). SQL: {' '.join(shown_sql.split())}",
+        description=f"{engine.title} database {where}. SQL: {' '.join(shown_sql.split())}",
         dates=dates or None,
-        title=f"SQLite · {file_name}",
-        source={"engine": "sqlite", "database": ref.parts[0]},
+        title=f"{engine.title} · {ref.id}",
+        warnings=warnings,
+        source=source,
     )
 
+
+async def describe_table(arguments: dict[str, Any], ctx: CallContext) -> Info:
+    ref = ctx.require_resource()
+    engine, location = locate(ctx, ref)
+    policy = policy_of(ctx)
+    assert location.table is not None  # the tool only accepts table-level resources
+    table = location.table
+
+    def read(conn: Connection) -> dict[str, Any]:
+        from .blocks import _visible_keys
+
+        infos = [t for t in conn.tables(location.schema, 0.5) if t.name == table]
+        if not infos or policy.table_hidden(location.schema, table):
+            from shared import ResourceNotFound
+
+            raise ResourceNotFound(f"No table {ref.id}. Call autocontext with the database to list its tables.")
+        info = infos[0]
+        visible = policy.visible_columns(location.schema, table, conn.columns(location.schema, table))
+        columns = []
+        for column in visible:
+            entry: dict[str, Any] = {"name": column.name, "type": column.type or "ANY", "nullable": column.nullable}
+            if column.comment:
+                entry["comment"] = column.comment
+            columns.append(entry)
+        described: dict[str, Any] = {"table": ref.id, "type": info.kind, "rows": info.rows}
+        if info.estimated:
+            described["rows_estimated"] = True
+        if info.comment:
+            described["comment"] = info.comment
+        described["columns"] = columns
+        primary = [c.name for c in visible if c.primary_key]
+        if primary:
+            described["primary_key"] = primary
+        keys = _visible_keys(conn, policy, location.schema, table)
+        if keys:
+            described["foreign_keys"] = keys
+        return described
+
+    data = await with_connection(ctx, location.database, read)
+    return Info(data=data, title=f"{engine.title} · {ref.id}", source={"engine": engine.name})
+
+
+async def insert_rows(arguments: dict[str, Any], ctx: CallContext) -> Info:
+    ref = ctx.require_resource()
+    engine, location = locate(ctx, ref)
+    policy = policy_of(ctx)
+    assert location.table is not None
+    table = location.table
+    if policy.table_hidden(location.schema, table):
+        raise InvalidArguments(f"{ref.id} is hidden by the source configuration; it cannot be written either.")
+    policy.require("readAndOnlyAdd", location.schema, table)
+    source = await ctx.read_table(str(arguments["table_ref"]))
+    headers = list(source.headers)
+    if not headers:
+        headers = [{"name": name, "type": "string"} for name in dict.fromkeys(k for row in source.rows for k in row)]
+    names = [h["name"] for h in headers]
+    hidden = [n for n in names if policy.column_hidden(location.schema, table, n)]
+    if hidden:
+        raise InvalidArguments(f"Column(s) {', '.join(hidden)} of {ref.id} are hidden; drop them from the host table.")
+
+    def write(conn: Connection) -> tuple[int, bool]:
+        existing = [c.name for c in conn.columns(location.schema, table)] if _exists(conn, location, table) else None
+        if existing is not None:
+            unknown = [n for n in names if n not in existing]
+            if unknown:
+                raise InvalidArguments(
+                    f"The host table has column(s) {', '.join(unknown)} that {ref.id} does not have. Its columns: "
+                    f"{', '.join(existing)}. Rename or drop them in the host table first."
+                )
+        rows = ([row.get(n) for n in names] for row in source.rows)
+        return conn.insert(location.schema, table, headers, rows, create=existing is None)
+
+    inserted, created = await with_connection(ctx, location.database, write, write=True)
+    verb = "Created" if created else "Appended to"
+    return Info(
+        data={
+            "table": ref.id,
+            "inserted_rows": inserted,
+            "created": created,
+            "columns": names,
+            "message": f"{verb} {ref.id}: {inserted} rows from {arguments['table_ref']}, in one transaction.",
+        },
+        title=f"{engine.title} · insert into {ref.id}",
+        source={"engine": engine.name, "table_ref": arguments["table_ref"]},
+    )
+
+
+def _exists(conn: Connection, location: Any, table: str) -> bool:
+    return any(t.name == table for t in conn.tables(location.schema, 0))
+
+
+SQL_DESCRIPTION = "One SELECT (or WITH … SELECT). {{start_date}} and {{end_date}} mark the date window."
 
 EXECUTE_SQL = Tool(
     name="execute_sql",
     title="Run a SQL query",
     description=(
-        "Runs one read-only SQL query (SQLite dialect) on the database and returns the rows: you see a sample, "
-        "the host keeps the full table. Write {{start_date}} and {{end_date}} where the date window goes."
+        "Runs one read-only SQL query, in the database's own dialect, and returns the rows: you see a sample, the "
+        "host keeps the full table. Write {{start_date}} and {{end_date}} where the date window goes. Never writes."
     ),
     kind="extraction",
     run=execute_sql,
@@ -61,9 +165,43 @@ EXECUTE_SQL = Tool(
                 "type": "string",
                 "contentMediaType": "application/sql",
                 "x-acp-date": "template",
-                "description": "One SELECT (or WITH … SELECT). {{start_date}} and {{end_date}} mark the date window.",
+                "description": SQL_DESCRIPTION,
             }
         },
         "required": ["sql"],
     },
 )
+
+DESCRIBE_TABLE = Tool(
+    name="describe_table",
+    title="Describe a table",
+    description="Columns (type, nullability, comment), primary and foreign keys and the row count of one table.",
+    run=describe_table,
+    levels=("table",),
+)
+
+INSERT_ROWS = Tool(
+    name="insert_rows",
+    title="Insert host rows into a table",
+    description=(
+        "Appends every row of a host dataset (pass its id as table_ref, not the rows) to the table in resource_id, "
+        "creating it when missing. Only when the source's access mode allows adding."
+    ),
+    run=insert_rows,
+    levels=("table",),
+    read_only=False,
+    destructive=False,
+    idempotent=False,
+    input_schema={
+        "properties": {
+            "table_ref": {
+                "type": "string",
+                "x-acp-input": "table_ref",
+                "description": "Id of a host dataset or report. The host resolves the rows.",
+            }
+        },
+        "required": ["table_ref"],
+    },
+)
+
+TOOLS = (EXECUTE_SQL, DESCRIBE_TABLE, INSERT_ROWS)

@@ -99,8 +99,7 @@ async def test_handshake_capability_and_tools(connector: str, conformance: Confo
                 if "x-acp-date" in prop:
                     assert prop["x-acp-date"] in {"start", "end", "template"}
                 if "x-acp-input" in prop:
-                    assert prop["x-acp-input"] == "table_ref"
-                    assert "resource_id" not in schema["properties"], f"{tool['name']}.{name}"
+                    assert prop["x-acp-input"] == "table_ref", f"{tool['name']}.{name}"
             roles = [p.get("x-acp-date") for p in schema["properties"].values()]
             assert roles.count("start") == roles.count("end")
             for hint in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from connectors.databases import sqlite as engine
+from connectors.databases import engine_sqlite as engine
 from connectors.databases.demo import build_demo_database
 from shared.host import AcpHost, ToolResponse
 
@@ -267,12 +267,12 @@ def test_table_level_sample_values_have_only_that_table(session: Session) -> Non
 # -- levels (spec 7.2, 7.3) ---------------------------------------------------------------------------
 def test_table_resource_gets_no_database_only_block(session: Session) -> None:
     assert "tables" not in blocks(session.table)
-    assert set(blocks(session.table)) == {"table_schemas", "date_ranges", "sample_values"}
+    assert set(blocks(session.table)) == {"table_schemas", "date_ranges", "sample_values", "relationships"}
     listed_for_table = [b["id"] for b in session.data_for_table.model_response]
     listed_for_database = {b["id"]: b for b in session.data_for_database.model_response}
     assert "tables" not in listed_for_table
-    assert listed_for_database["tables"]["applies_to"] == ["database"]
-    assert set(listed_for_table) == set(listed_for_database) - {"tables"}
+    assert listed_for_database["tables"]["applies_to"] == ["database", "schema"]
+    assert set(listed_for_table) == set(listed_for_database) - {"tables", "schemas"}
 
 
 def test_requesting_a_database_block_for_a_table_gives_that_block_an_error(session: Session) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from connectors.databases import sqlite as engine
+from connectors.databases import engine_sqlite as engine
 from shared import ReadOnlyViolation
 from shared.host import AcpHost, ToolResponse
 

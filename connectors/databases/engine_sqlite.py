@@ -1,15 +1,17 @@
-"""The only module that talks to ``sqlite3``: read-only connections, catalog queries and
-the translation of SQLite errors into ACP errors.
+"""SQLite: the only module that imports ``sqlite3``.
 
-Read-only in depth (spec 10.4), every layer on every connection:
+Read-only in depth (spec 10.4), every layer on every read connection:
 
 1. ``mode=ro`` URI open and ``PRAGMA query_only``;
-2. an authorizer that allows only reads, read-only pragmas and harmless functions — it
+2. an authorizer that allows only reads, describing pragmas and harmless functions — it
    denies every write, ``ATTACH``/``DETACH``, transactions and ``load_extension``;
 3. ``SQLITE_LIMIT_ATTACHED`` at 0, because ``mode=ro`` alone still lets ``ATTACH`` and
    ``VACUUM INTO`` create files;
 4. the driver runs one statement per ``execute`` (``sqlite3`` refuses several);
-5. the caller's sqlglot check (:func:`shared.sql.check_query_only`) before any of this.
+5. the sqlglot check (:meth:`Engine.check_sql`) before any of this.
+
+A write connection (``insert_rows`` only) gets an authorizer that allows inserting into and
+creating the one target table, and nothing else.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,9 @@ from typing import Any
 from shared import (
     AcpError,
     CredentialsInvalid,
+    Header,
     InvalidArguments,
+    Principal,
     ReadOnlyViolation,
     ResourceNotFound,
     TableWriter,
@@ -34,8 +38,10 @@ from shared import (
 )
 from shared.sql import SEVERAL_STATEMENTS
 
+from .engine import ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
+
 FORBIDDEN_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
-_ALLOWED_ACTIONS = frozenset(
+_READ_ACTIONS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
 )
 # Pragmas that take a table or index name and only describe it.
@@ -64,6 +70,7 @@ _QUERY_PRAGMAS = frozenset(
 )
 _PROGRESS_STEPS = 5000
 EXACT_COUNT_MAX_ROWS = 5_000_000  # counting this many rows takes tens of milliseconds
+_SQL_TYPES = {"integer": "INTEGER", "number": "REAL", "boolean": "INTEGER", "date": "DATE", "datetime": "TIMESTAMP"}
 
 
 class TimeBudgetExceeded(Exception):
@@ -71,7 +78,7 @@ class TimeBudgetExceeded(Exception):
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
-    if action in _ALLOWED_ACTIONS:
+    if action in _READ_ACTIONS:
         if action == sqlite3.SQLITE_FUNCTION and arg2 and arg2.lower() in FORBIDDEN_FUNCTIONS:
             return sqlite3.SQLITE_DENY
         return sqlite3.SQLITE_OK
@@ -87,54 +94,80 @@ def database_name(path: str) -> str:
     return Path(path).stem
 
 
-def identity(path: str) -> str:
-    return f"sqlite:{os.path.realpath(path)}"
-
-
 def validate_path(path: str) -> None:
     if not os.path.isabs(path):
         raise CredentialsInvalid(
-            "The SQLite credentials need an absolute file path. Ask the user to fix the source credentials."
+            "The database credentials need an absolute file path. Ask the user to fix the source credentials."
         )
 
 
-class Database:
-    """A read-only SQLite connection with a time budget and a cancel switch."""
+def quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
 
-    def __init__(self, path: str, cancelled: threading.Event | None = None) -> None:
+
+class Database(Connection):
+    """A SQLite connection with a time budget and a cancel switch (read-only unless ``write``)."""
+
+    def __init__(self, path: str, cancelled: threading.Event | None = None, write: bool = False) -> None:
+        super().__init__()
         validate_path(path)
         if not os.path.isfile(path):
             raise CredentialsInvalid(
-                "The SQLite file in the credentials does not exist or is not a file. "
+                "The database file in the credentials does not exist or is not a file. "
                 "Ask the user to fix the source credentials."
             )
         self.path = path
-        self.name = database_name(path)
-        self._cancelled = cancelled or threading.Event()
+        self.database = database_name(path)
+        if cancelled is not None:
+            self.cancelled = cancelled
         self._deadline = float("inf")
+        self._write_target: str | None = None
+        mode = "rw" if write else "ro"
         self.conn = sqlite3.connect(
-            Path(path).as_uri() + "?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+            Path(path).as_uri() + f"?mode={mode}", uri=True, isolation_level=None, check_same_thread=False
         )
         try:
-            self.conn.execute("PRAGMA query_only = 1")
+            if not write:
+                self.conn.execute("PRAGMA query_only = 1")
             self.conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-            self.conn.set_authorizer(_authorize)
+            self.conn.set_authorizer(_authorize if not write else self._authorize_write)
             self.conn.set_progress_handler(self._progress, _PROGRESS_STEPS)
             self.conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()  # fails on a non-database file
         except BaseException:
             self.conn.close()
             raise
 
+    def _authorize_write(
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None
+    ) -> int:
+        target = self._write_target
+        if action in (sqlite3.SQLITE_INSERT, sqlite3.SQLITE_CREATE_TABLE) and target is not None and arg1 == target:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_TRANSACTION:
+            return sqlite3.SQLITE_OK
+        if action in (sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_INSERT) and arg1 in ("sqlite_master", "sqlite_schema"):
+            return sqlite3.SQLITE_OK if target is not None else sqlite3.SQLITE_DENY  # CREATE TABLE records itself
+        return _authorize(action, arg1, arg2, db, trigger)
+
     def _progress(self) -> int:
         # A non-zero return makes SQLite stop with "interrupted": time budget or cancelled call.
-        return int(self._cancelled.is_set() or time.monotonic() > self._deadline)
+        return int(self.cancelled.is_set() or time.monotonic() > self._deadline)
 
-    def interrupt(self) -> None:
-        self._cancelled.set()
+    def cancel(self) -> None:
+        self.cancelled.set()
         self.conn.interrupt()
+
+    interrupt = cancel
 
     def close(self) -> None:
         self.conn.close()
+
+    def alive(self) -> bool:
+        try:
+            self.conn.execute("SELECT 1").fetchone()
+        except sqlite3.Error:
+            return False
+        return os.path.isfile(self.path)
 
     @contextmanager
     def budget(self, seconds: float) -> Iterator[None]:
@@ -144,46 +177,69 @@ class Database:
         try:
             yield
         except sqlite3.OperationalError as exc:
-            if "interrupted" in str(exc) and not self._cancelled.is_set():
+            if "interrupted" in str(exc) and not self.cancelled.is_set():
                 raise TimeBudgetExceeded from exc
             raise
         finally:
             self._deadline = previous
 
-    # -- queries -----------------------------------------------------------------------------
-    def stream(self, sql: str, writer: TableWriter, batch: int = 2000) -> None:
-        """Run one query and stream its rows into ``writer``."""
-        cursor = self.conn.execute(sql)
-        writer.set_columns([d[0] for d in cursor.description or ()])
-        while rows := cursor.fetchmany(batch):
-            writer.extend(rows)
+    # -- queries ------------------------------------------------------------------------------
+    def stream(
+        self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float, max_rows: int, batch: int = 2000
+    ) -> QueryOutcome:
+        """Run one query and stream its rows into ``writer`` (types inferred from the values)."""
+        outcome = QueryOutcome()
+        with self.budget(timeout_s):
+            cursor = self.conn.execute(sql)
+            writer.set_columns([d[0] for d in cursor.description or ()])
+            written = 0
+            while rows := cursor.fetchmany(batch):
+                room = max_rows - written
+                if len(rows) > room:
+                    writer.extend(rows[:room])
+                    outcome.capped = True
+                    break
+                writer.extend(rows)
+                written += len(rows)
+        return outcome
 
-    def tables(self) -> list[tuple[str, str]]:
+    # -- catalog -------------------------------------------------------------------------------
+    def databases(self) -> list[str]:
+        return [self.database]
+
+    def schemas(self) -> list[str]:
+        return ["main"]
+
+    def table_kinds(self) -> list[tuple[str, str]]:
         rows = self.conn.execute(
             "SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') "
             "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
         ).fetchall()
         return [(str(name), str(kind)) for name, kind in rows]
 
-    def has_table(self, table: str) -> bool:
-        return any(name == table for name, _ in self.tables())
+    def tables(self, schema: str | None, budget_s: float) -> list[TableInfo]:
+        out = []
+        for name, kind in self.table_kinds():
+            rows, estimated = self.row_count(name, kind, budget_s) if budget_s > 0 else (None, False)
+            out.append(TableInfo(name=name, kind=kind, rows=rows, estimated=estimated))
+        return out
 
-    def columns(self, table: str) -> list[dict[str, Any]]:
+    def columns(self, schema: str | None, table: str) -> list[ColumnInfo]:
         # PRAGMA statements, not pragma_* table functions: those make SQLite authorize an
         # UPDATE of sqlite_master on first use, which the authorizer rightly denies.
         rows = self.conn.execute(f"PRAGMA table_info({quote(table)})").fetchall()
-        return [{"name": r[1], "type": r[2] or "", "nullable": not r[3], "pk": r[5]} for r in rows]
+        return [ColumnInfo(name=r[1], type=r[2] or "", nullable=not r[3], primary_key=bool(r[5])) for r in rows]
 
-    def foreign_keys(self, table: str) -> list[dict[str, Any]]:
+    def foreign_keys(self, schema: str | None, table: str) -> list[ForeignKey]:
         rows = sorted(
             self.conn.execute(f"PRAGMA foreign_key_list({quote(table)})").fetchall(), key=lambda r: (r[0], r[1])
         )
-        keys: dict[int, dict[str, Any]] = {}
+        keys: dict[int, tuple[str, list[str], list[str]]] = {}
         for key_id, _seq, target, column, target_column, *_ in rows:
-            entry = keys.setdefault(key_id, {"columns": [], "references": target, "referenced_columns": []})
-            entry["columns"].append(column)
-            entry["referenced_columns"].append(target_column)
-        return list(keys.values())
+            entry = keys.setdefault(key_id, (target, [], []))
+            entry[1].append(column)
+            entry[2].append(target_column)
+        return [ForeignKey(tuple(cols), target, tuple(refs)) for target, cols, refs in keys.values()]
 
     def row_count(
         self, table: str, kind: str, budget_s: float, exact_up_to: int = EXACT_COUNT_MAX_ROWS
@@ -217,12 +273,60 @@ class Database:
             return None  # no ANALYZE statistics in this file
         return int(str(row[0]).split()[0]) if row else None
 
+    def min_max(self, schema: str | None, table: str, column: str, budget_s: float) -> tuple[Any, Any] | None:
+        with self.budget(budget_s):
+            row = self.conn.execute(f"SELECT min({quote(column)}), max({quote(column)}) FROM {quote(table)}").fetchone()
+        return None if row[0] is None else (row[0], row[1])
+
+    def first_text(self, schema: str | None, table: str, column: str, budget_s: float) -> str | None:
+        with self.budget(budget_s):
+            row = self.conn.execute(
+                f"SELECT {quote(column)} FROM {quote(table)} WHERE typeof({quote(column)}) = 'text' LIMIT 1"
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def top_values(
+        self, schema: str | None, table: str, column: str, sample_rows: int, limit: int, budget_s: float
+    ) -> list[tuple[Any, int]]:
+        with self.budget(budget_s):
+            sample = f"SELECT {quote(column)} AS v FROM {quote(table)} LIMIT {int(sample_rows)}"
+            rows = self.conn.execute(
+                f"SELECT v, count(*) AS n FROM ({sample}) WHERE typeof(v) = 'text' "
+                f"GROUP BY v ORDER BY n DESC, v LIMIT {int(limit)}"
+            ).fetchall()
+        return [(r[0], int(r[1])) for r in rows]
+
     def scalar_rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return list(self.conn.execute(sql, params).fetchall())
 
-
-def quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
+    # -- writes ---------------------------------------------------------------------------------
+    def insert(
+        self, schema: str | None, table: str, headers: Sequence[Header], rows: Iterable[Sequence[Any]], create: bool
+    ) -> tuple[int, bool]:
+        names = [h["name"] for h in headers]
+        self._write_target = table
+        created = False
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            exists = any(name == table for name, _ in self.table_kinds())
+            if not exists:
+                if not create:
+                    raise ResourceNotFound(f"No table {table}. Pass an existing table as resource_id.")
+                columns = ", ".join(f"{quote(h['name'])} {_SQL_TYPES.get(h['type'], 'TEXT')}" for h in headers)
+                self.conn.execute(f"CREATE TABLE {quote(table)} ({columns})")
+                created = True
+            placeholders = ", ".join("?" for _ in names)
+            cursor = self.conn.executemany(
+                f"INSERT INTO {quote(table)} ({', '.join(quote(n) for n in names)}) VALUES ({placeholders})", rows
+            )
+            self.conn.execute("COMMIT")
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        finally:
+            self._write_target = None
+        return cursor.rowcount, created
 
 
 @contextmanager
@@ -234,8 +338,30 @@ def opened(path: str, cancelled: threading.Event | None = None) -> Iterator[Data
         database.close()
 
 
+class SqliteEngine(Engine):
+    name = "sqlite"
+    title = "SQLite"
+    dialect = "sqlite"
+    has_schemas = False
+    forbidden_functions = FORBIDDEN_FUNCTIONS
+
+    def identify(self, credentials: dict[str, Any]) -> Principal:
+        path = str(credentials["path"])
+        validate_path(path)
+        return Principal(identity=f"sqlite:{os.path.realpath(path)}")
+
+    def default_database(self, credentials: dict[str, Any]) -> str:
+        return database_name(str(credentials["path"]))
+
+    def connect(self, credentials: dict[str, Any], database: str | None, write: bool = False) -> Connection:
+        return Database(str(credentials["path"]), write=write)
+
+    def translate(self, exc: BaseException) -> AcpError | None:
+        return translate(exc)
+
+
 def translate(exc: BaseException) -> AcpError | None:
-    """SQLite errors as ACP errors with a next step (the connector's one translation table)."""
+    """SQLite errors as ACP errors with a next step (this engine's translation table)."""
     message = str(exc)
     lowered = message.lower()
     if isinstance(exc, TimeBudgetExceeded):
@@ -274,8 +400,4 @@ def translate(exc: BaseException) -> AcpError | None:
     return UpstreamError(f"SQLite failed: {message}. Try again or simplify the query.")
 
 
-def not_found(kind: str, name: str, available: list[str]) -> ResourceNotFound:
-    listed = ", ".join(available[:25]) or "none"
-    return ResourceNotFound(
-        f"No {kind} '{name}' in this source. Available: {listed}. Call autocontext without arguments to list them."
-    )
+ENGINE = SqliteEngine()

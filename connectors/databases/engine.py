@@ -1,0 +1,226 @@
+"""What every database engine provides, and the registry that picks one by credentials type.
+
+Each engine lives in its own module (``engine_sqlite``, ``engine_duckdb``, ``engine_postgres``,
+``engine_mysql``): the only module that imports its driver, translates its errors and knows
+its catalog. Everything here is driver-free, so importing the connector stays fast and an
+engine whose extra is not installed says what to install only when it is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from shared import AcpError, CredentialsInvalid, Header, Principal, TableWriter
+
+ENGINE_MODULES = {
+    "sqlite": "engine_sqlite",
+    "duckdb": "engine_duckdb",
+    "postgres": "engine_postgres",
+    "postgres_dsn": "engine_postgres",
+    "mysql": "engine_mysql",
+    "mysql_dsn": "engine_mysql",
+}
+# Whether an engine has schemas inside a database: it decides what a two-part resource id
+# means (database.schema, or database.table), and is needed before any driver is imported.
+HAS_SCHEMAS = {
+    "sqlite": False,
+    "duckdb": True,
+    "postgres": True,
+    "postgres_dsn": True,
+    "mysql": False,
+    "mysql_dsn": False,
+}
+EXTRA_HINT = "pip install 'acp-connectors[databases]'"
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    name: str
+    kind: str  # "table" or "view"
+    rows: int | None
+    estimated: bool = False
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    type: str
+    nullable: bool
+    primary_key: bool = False
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    columns: tuple[str, ...]
+    ref_table: str
+    ref_columns: tuple[str, ...]
+    ref_schema: str | None = None
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a resource points: a database, optionally a schema and a table."""
+
+    database: str
+    schema: str | None = None
+    table: str | None = None
+
+
+@dataclass
+class QueryOutcome:
+    """What the extraction loop learnt: whether ``max_rows`` stopped it."""
+
+    capped: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+class Connection(ABC):
+    """An open connection, used by one call at a time (the pool guarantees it).
+
+    Reads run in a read-only transaction that is always rolled back; ``cancel`` may be
+    called from another thread and stops the running statement at the server.
+    """
+
+    database: str
+
+    def __init__(self) -> None:
+        self.cancelled = threading.Event()
+
+    def bind(self, cancelled: threading.Event) -> None:
+        """Attach the current call's cancel switch (connections outlive calls)."""
+        self.cancelled = cancelled
+
+    @abstractmethod
+    def cancel(self) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def alive(self) -> bool: ...
+
+    @abstractmethod
+    def stream(
+        self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float, max_rows: int
+    ) -> QueryOutcome:
+        """Run one read-only query and stream its rows (with typed headers) into ``writer``."""
+
+    # -- catalog ------------------------------------------------------------------------------
+    @abstractmethod
+    def databases(self) -> list[str]: ...
+
+    @abstractmethod
+    def schemas(self) -> list[str]: ...
+
+    @abstractmethod
+    def tables(self, schema: str | None, budget_s: float) -> list[TableInfo]:
+        """Tables and views (of every visible schema when ``schema`` is None), with row counts
+        or catalog estimates within ``budget_s``; a budget of 0 skips the counts."""
+
+    @abstractmethod
+    def columns(self, schema: str | None, table: str) -> list[ColumnInfo]: ...
+
+    @abstractmethod
+    def foreign_keys(self, schema: str | None, table: str) -> list[ForeignKey]: ...
+
+    @abstractmethod
+    def min_max(self, schema: str | None, table: str, column: str, budget_s: float) -> tuple[Any, Any] | None: ...
+
+    @abstractmethod
+    def first_text(self, schema: str | None, table: str, column: str, budget_s: float) -> str | None:
+        """One non-null text value of a column (to tell date-like text apart), or None."""
+
+    @abstractmethod
+    def top_values(
+        self, schema: str | None, table: str, column: str, sample_rows: int, limit: int, budget_s: float
+    ) -> list[tuple[Any, int]]: ...
+
+    # -- writes ---------------------------------------------------------------------------------
+    @abstractmethod
+    def insert(
+        self, schema: str | None, table: str, headers: Sequence[Header], rows: Iterable[Sequence[Any]], create: bool
+    ) -> tuple[int, bool]:
+        """Append rows in one transaction; create the table first when ``create`` and it is missing.
+
+        Returns (rows inserted, table created). Runs on a write-capable connection.
+        """
+
+
+class Engine(ABC):
+    """One database engine, chosen by the credentials ``type``."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    dialect: ClassVar[str]  # sqlglot's name for the SQL dialect
+    has_schemas: ClassVar[bool]
+    text_types: ClassVar[tuple[str, ...]] = ("char", "text", "clob", "string")
+    forbidden_functions: ClassVar[frozenset[str]] = frozenset()
+
+    @abstractmethod
+    def identify(self, credentials: dict[str, Any]) -> Principal:
+        """The stable principal (``user@host:port/db``, a file's real path), never the secret."""
+
+    @abstractmethod
+    def connect(self, credentials: dict[str, Any], database: str | None, write: bool = False) -> Connection:
+        """Open a connection; ``database`` overrides the credentials' default database."""
+
+    @abstractmethod
+    def default_database(self, credentials: dict[str, Any]) -> str: ...
+
+    @abstractmethod
+    def translate(self, exc: BaseException) -> AcpError | None: ...
+
+    def check_sql(self, sql: str) -> list[str]:
+        """The parser layer of read-only in depth; returns the SQL's date literals."""
+        from shared.sql import check_query_only
+
+        return check_query_only(sql, self.dialect, self.forbidden_functions)
+
+    def locate(self, parts: Sequence[str]) -> Location:
+        """Resource parts as (database, schema, table) for this engine's id shape."""
+        if self.has_schemas:
+            return Location(*parts) if len(parts) <= 3 else Location(parts[0], parts[1], ".".join(parts[2:]))
+        if len(parts) == 3:
+            return Location(parts[0], None, parts[2])  # database.<schema>.table: the schema is the database
+        return Location(parts[0], None, parts[1] if len(parts) > 1 else None)
+
+
+_ENGINES: dict[str, Engine] = {}
+_LOCK = threading.Lock()
+
+
+def engine_for(credentials: dict[str, Any]) -> Engine:
+    """The engine of these credentials, imported on first use."""
+    kind = str(credentials.get("type", ""))
+    module_name = ENGINE_MODULES.get(kind)
+    if module_name is None:
+        raise CredentialsInvalid(
+            f"Unknown database type. Expected one of: {', '.join(ENGINE_MODULES)}. Ask the user to fix the credentials."
+        )
+    with _LOCK:
+        if module_name not in _ENGINES:
+            try:
+                module = importlib.import_module(f"{__package__}.{module_name}")
+            except ImportError as missing:
+                raise CredentialsInvalid(
+                    f"The {kind} driver is not installed on the server ({missing.name}). "
+                    f"Ask the administrator to run: {EXTRA_HINT}"
+                ) from None
+            _ENGINES[module_name] = module.ENGINE
+        return _ENGINES[module_name]
+
+
+def translate_any(exc: BaseException) -> AcpError | None:
+    """The connector's one translation point: each loaded engine recognises its driver's errors."""
+    for engine in list(_ENGINES.values()):
+        translated = engine.translate(exc)
+        if translated is not None:
+            return translated
+    return None

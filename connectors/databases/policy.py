@@ -1,0 +1,181 @@
+"""Source configuration that limits what the model may touch (spec 10.6).
+
+* ``access_mode`` and ``table_rules``: what write tools may do, per table. ``execute_sql``
+  is read-only in every mode (spec 10.4); only ``insert_rows`` writes.
+* ``hidden``: tables and columns (personal data) that never reach the model or the host:
+  left out of every block and description, and refused in queries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shared import InvalidArguments, ReadOnlyViolation
+
+ACCESS_MODES = ("onlyRead", "readAndOnlyAdd")
+_RANK = {"onlyRead": 0, "readAndOnlyAdd": 1}
+ColumnsOf = Callable[[str | None, str], Sequence[str]]
+
+
+def _patterns(text: Any, key: str) -> list[Any]:
+    if text in (None, ""):
+        return []
+    try:
+        value = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        raise InvalidArguments(f"Config '{key}' must be JSON text. Ask the user to fix the source settings.") from None
+    if not isinstance(value, list):
+        raise InvalidArguments(f"Config '{key}' must be a JSON array. Ask the user to fix the source settings.")
+    return value
+
+
+def _compile(pattern: Any, key: str) -> re.Pattern[str]:
+    if not isinstance(pattern, str):
+        raise InvalidArguments(f"Config '{key}' holds a pattern that is not a string. Ask the user to fix it.")
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error:
+        raise InvalidArguments(f"Config '{key}' holds an invalid regular expression. Ask the user to fix it.") from None
+
+
+@dataclass(frozen=True)
+class Policy:
+    access_mode: str = "onlyRead"
+    table_rules: tuple[tuple[re.Pattern[str], str], ...] = ()
+    hidden: tuple[re.Pattern[str], ...] = ()
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Policy:
+        mode = config.get("access_mode", "onlyRead")
+        if mode not in ACCESS_MODES:
+            raise InvalidArguments(f"Config 'access_mode' must be one of: {', '.join(ACCESS_MODES)}.")
+        rules = []
+        for rule in _patterns(config.get("table_rules"), "table_rules"):
+            if not isinstance(rule, dict) or rule.get("mode") not in ACCESS_MODES:
+                raise InvalidArguments(
+                    'Config \'table_rules\' is a JSON array of {"pattern": "<regex>", "mode": "onlyRead" or '
+                    '"readAndOnlyAdd"}. Ask the user to fix the source settings.'
+                )
+            rules.append((_compile(rule.get("pattern"), "table_rules"), str(rule["mode"])))
+        hidden = tuple(_compile(p, "hidden") for p in _patterns(config.get("hidden"), "hidden"))
+        return cls(access_mode=str(mode), table_rules=tuple(rules), hidden=hidden)
+
+    # -- access modes (spec 10.6: the first matching rule wins) -------------------------------
+    def mode_for(self, schema: str | None, table: str) -> str:
+        names = _names(schema, table)
+        for pattern, mode in self.table_rules:
+            if any(pattern.fullmatch(name) for name in names):
+                return mode
+        return self.access_mode
+
+    def require(self, needed: str, schema: str | None, table: str) -> None:
+        mode = self.mode_for(schema, table)
+        if _RANK[mode] < _RANK[needed]:
+            qualified = f"{schema}.{table}" if schema else table
+            raise ReadOnlyViolation(
+                f"Writing to {qualified} needs access mode {needed}, and the source allows {mode} there. "
+                "Ask the user to change the source's access_mode or table_rules if this write is intended."
+            )
+
+    # -- hidden tables and columns ------------------------------------------------------------
+    def table_hidden(self, schema: str | None, table: str) -> bool:
+        return any(p.fullmatch(n) for p in self.hidden for n in _names(schema, table))
+
+    def column_hidden(self, schema: str | None, table: str, column: str) -> bool:
+        names = [f"{n}.{column}" for n in _names(schema, table)]
+        return any(p.fullmatch(n) for p in self.hidden for n in names)
+
+    def visible_columns(self, schema: str | None, table: str, columns: Iterable[Any]) -> list[Any]:
+        """Columns (objects with ``.name``) that are not hidden."""
+        return [c for c in columns if not self.column_hidden(schema, table, c.name)]
+
+    def check_query(self, sql: str, dialect: str, default_schema: str | None, columns_of: ColumnsOf) -> None:
+        """Refuse a query that references a hidden table or column (directly, by ``*``, or whole-row)."""
+        if not self.hidden:
+            return
+        from sqlglot import exp
+        from sqlglot.errors import ParseError, TokenError
+
+        try:
+            statements = [s for s in _parse(sql, dialect) if s is not None and not isinstance(s, exp.Semicolon)]
+        except (ParseError, TokenError):
+            raise _cannot_check() from None
+        if len(statements) != 1:
+            raise _cannot_check()
+        statement = statements[0]
+        ctes = {cte.alias_or_name.lower() for cte in statement.find_all(exp.CTE)}
+        tables: dict[str, tuple[str | None, str]] = {}  # alias or name → (schema, table)
+        for node in statement.find_all(exp.Table):
+            if not node.name or node.name.lower() in ctes:
+                continue
+            schema = node.db or default_schema
+            if self.table_hidden(schema, node.name):
+                raise _hidden(f"table {node.name}")
+            tables[node.alias_or_name.lower()] = (schema, node.name)
+            tables.setdefault(node.name.lower(), (schema, node.name))
+        hidden_cache: dict[tuple[str | None, str], bool] = {}
+
+        def has_hidden(schema: str | None, table: str) -> bool:
+            key = (schema, table)
+            if key not in hidden_cache:
+                hidden_cache[key] = any(self.column_hidden(schema, table, c) for c in columns_of(schema, table))
+            return hidden_cache[key]
+
+        for column in statement.find_all(exp.Column):
+            qualifier = column.table.lower() if column.table else None
+            if isinstance(column.this, exp.Star):
+                targets = [tables[qualifier]] if qualifier in tables else list(tables.values())
+                for schema, table in targets:
+                    if has_hidden(schema, table):
+                        raise _hidden(f"columns of {table} (through {qualifier}.*); name the columns you need")
+                continue
+            name = column.name
+            candidates = [tables[qualifier]] if qualifier in tables else list(tables.values())
+            for schema, table in candidates:
+                if self.column_hidden(schema, table, name):
+                    raise _hidden(f"column {table}.{name}")
+            if qualifier is None and name.lower() in tables:  # a whole-row reference such as row_to_json(t)
+                schema, table = tables[name.lower()]
+                if has_hidden(schema, table):
+                    raise _hidden(f"columns of {table} (through a whole-row reference)")
+        if any(
+            isinstance(star, exp.Star) and not isinstance(star.parent, exp.Column)
+            for star in statement.find_all(exp.Star)
+        ):
+            for schema, table in set(tables.values()):
+                if has_hidden(schema, table):
+                    raise _hidden(f"columns of {table} (through *); name the columns you need")
+
+    def check_result_columns(self, tables: Iterable[tuple[str | None, str]], columns: Iterable[str]) -> None:
+        """A last look at the result's column names (defense in depth)."""
+        for schema, table in tables:
+            for column in columns:
+                if self.column_hidden(schema, table, column):
+                    raise _hidden(f"column {table}.{column}")
+
+
+def _parse(sql: str, dialect: str) -> list[Any]:
+    import sqlglot
+
+    return list(sqlglot.parse(sql, read=dialect))
+
+
+def _names(schema: str | None, table: str) -> list[str]:
+    return [table, f"{schema}.{table}"] if schema else [table]
+
+
+def _hidden(what: str) -> InvalidArguments:
+    return InvalidArguments(
+        f"The query uses {what}, which the source configuration hides (personal data). Rewrite it without that."
+    )
+
+
+def _cannot_check() -> InvalidArguments:
+    return InvalidArguments(
+        "This source hides some tables or columns, and this query could not be checked against them. "
+        "Send one plain SELECT that the checker can parse."
+    )
