@@ -43,6 +43,14 @@ def dumps(value: Any) -> bytes:
         return orjson.dumps(_exact_bigints(value), default=_default)
 
 
+def dumps_rows(names: list[str], rows: list[list[Any]]) -> list[bytes]:
+    """Each row as a compact JSON object, in one pass (the table writer's hot loop)."""
+    try:
+        return [orjson.dumps(dict(zip(names, values, strict=False)), default=_default) for values in rows]
+    except orjson.JSONEncodeError:
+        return [dumps(dict(zip(names, values, strict=False))) for values in rows]
+
+
 def dumps_text(value: Any) -> str:
     return dumps(value).decode("utf-8")
 

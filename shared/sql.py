@@ -52,6 +52,7 @@ _WRITE_NODES = (
     "Refresh",
     "Cache",
     "Uncache",
+    "Lock",  # SELECT … FOR UPDATE / FOR SHARE: takes row locks
 )
 _STATEMENT_NAMES = {
     "Insert": "INSERT",
@@ -75,6 +76,7 @@ _STATEMENT_NAMES = {
     "Revoke": "REVOKE",
     "TruncateTable": "TRUNCATE",
     "LoadData": "LOAD DATA",
+    "Lock": "SELECT … FOR UPDATE/SHARE",
 }
 
 

@@ -1,0 +1,420 @@
+"""PostgreSQL: the only module that imports ``psycopg``.
+
+Read-only in depth (spec 10.4), on every read:
+
+1. the sqlglot parser layer (:meth:`Engine.check_sql`) with PostgreSQL's side-effect and file
+   functions refused (``lo_import``, ``pg_read_file``, ``nextval``, ``set_config``, ``dblink``,
+   the ``*_to_xml`` family that runs query text, …);
+2. a ``READ ONLY`` transaction that is always rolled back — verified: ``COPY … TO PROGRAM``
+   and ``pg_read_file`` still work in one for a superuser, hence layer 1 and least privilege;
+3. the extended query protocol through a server-side (named) cursor: it accepts exactly one
+   statement — verified: psycopg's simple protocol ran ``SELECT 1; COMMIT; DROP TABLE t``
+   *inside* a read-only transaction;
+4. ``statement_timeout`` set per transaction, and a server-side cancel for cancelled calls.
+
+Rows stream from the server-side cursor, so memory stays flat on large results.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg import postgres, sql
+from psycopg.conninfo import conninfo_to_dict
+
+from shared import (
+    AcpError,
+    CredentialsInvalid,
+    Header,
+    InvalidArguments,
+    Principal,
+    ReadOnlyViolation,
+    ResourceNotFound,
+    TableWriter,
+    UpstreamError,
+)
+from shared.protocol import ColumnType
+from shared.sql import SEVERAL_STATEMENTS
+
+from .engine import ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
+
+FORBIDDEN_FUNCTIONS = frozenset(
+    {
+        # files and large objects
+        "lo_import", "lo_export", "lo_unlink", "lo_create", "lo_creat", "lo_put", "lo_from_bytea", "lo_open",
+        "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_ls_logdir", "pg_ls_waldir", "pg_ls_tmpdir",
+        "pg_ls_archive_statusdir", "pg_stat_file", "pg_file_write", "pg_file_rename", "pg_file_unlink",
+        "pg_logdir_ls",
+        # state changes and side effects
+        "nextval", "setval", "set_config", "pg_notify", "pg_advisory_lock", "pg_advisory_xact_lock",
+        "pg_advisory_lock_shared", "pg_try_advisory_lock", "pg_try_advisory_xact_lock", "pg_advisory_unlock",
+        "pg_advisory_unlock_all", "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf",
+        "pg_rotate_logfile", "pg_switch_wal", "pg_create_restore_point", "pg_promote", "pg_backup_start",
+        "pg_backup_stop", "pg_start_backup", "pg_stop_backup", "pg_create_logical_replication_slot",
+        "pg_create_physical_replication_slot", "pg_drop_replication_slot", "txid_current", "pg_current_xact_id",
+        "pg_import_system_collations", "pg_stat_reset", "pg_stat_statements_reset",
+        # functions that run SQL given as text, out of the parser's sight
+        "dblink", "dblink_exec", "dblink_connect", "dblink_connect_u", "dblink_send_query", "query_to_xml",
+        "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml", "cursor_to_xmlschema",
+        "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
+        "database_to_xml", "xpath_table",
+    }
+)  # fmt: skip
+_SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
+_INTEGER = {"int2", "int4", "int8", "oid"}
+_NUMBER = {"numeric", "float4", "float8", "money"}
+_TEMPORAL: dict[str, ColumnType] = {"date": "date", "timestamp": "datetime", "timestamptz": "datetime"}
+_JSON = {"json", "jsonb"}
+_SQL_TYPES = {
+    "integer": "bigint",
+    "number": "numeric",
+    "boolean": "boolean",
+    "date": "date",
+    "datetime": "timestamp",
+    "json": "jsonb",
+}
+_EXACT_COUNT_UNDER = 100_000  # rows (by the catalog's estimate) that are still cheap to count
+
+
+def _column_type(oid: int) -> ColumnType | None:
+    info = postgres.types.get(oid)
+    if info is None:
+        return None  # a user type (enum, domain): inferred from the values
+    if info.array_oid == oid:
+        return "json"
+    name = info.name
+    if name in _INTEGER:
+        return "integer"
+    if name in _NUMBER:
+        return "number"
+    if name == "bool":
+        return "boolean"
+    if name in _TEMPORAL:
+        return _TEMPORAL[name]
+    if name in _JSON:
+        return "json"
+    return "string"
+
+
+def connection_params(credentials: dict[str, Any]) -> dict[str, Any]:
+    """libpq parameters from either credentials variant; raises CredentialsInvalid without the secret."""
+    if credentials.get("type") == "postgres_dsn":
+        try:
+            params = conninfo_to_dict(str(credentials["dsn"]))
+        except (psycopg.ProgrammingError, KeyError):
+            raise CredentialsInvalid(
+                "The PostgreSQL connection string cannot be read. Ask the user to re-enter it "
+                "(postgresql://user:password@host:port/database)."
+            ) from None
+    else:
+        params = {
+            "host": credentials.get("host"),
+            "port": credentials.get("port", 5432),
+            "user": credentials.get("user"),
+            "password": credentials.get("password"),
+            "dbname": credentials.get("database"),
+            "sslmode": credentials.get("sslmode", "prefer"),
+            "sslrootcert": credentials.get("sslrootcert"),
+        }
+    for required in ("host", "user", "dbname"):
+        if not params.get(required):
+            raise CredentialsInvalid(
+                f"The PostgreSQL credentials need a {required.replace('dbname', 'database')}. "
+                "Ask the user to complete them."
+            )
+    return {k: v for k, v in params.items() if v not in (None, "")}
+
+
+class PostgresConnection(Connection):
+    def __init__(self, params: dict[str, Any], write: bool) -> None:
+        super().__init__()
+        self.database = str(params["dbname"])
+        self._conn = psycopg.connect(**params, autocommit=False, connect_timeout=10, application_name="acp-databases")
+        # Every transaction psycopg opens on a read connection starts READ ONLY.
+        self._conn.read_only = not write
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        self._conn.cancel_safe(timeout=5)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def alive(self) -> bool:
+        if self._conn.closed:
+            return False
+        try:
+            self._conn.execute("SELECT 1").fetchone()
+            self._conn.rollback()
+        except psycopg.Error:
+            return False
+        return True
+
+    def _begin(self, cursor: psycopg.Cursor[Any], timeout_s: float, schema: str | None = None) -> None:
+        cursor.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(max(int(timeout_s * 1000), 1))))
+        if schema:
+            cursor.execute("SELECT set_config('search_path', %s, true)", (sql.Identifier(schema).as_string(cursor),))
+
+    def _read(self, query: str | sql.Composed, params: Sequence[Any] = (), budget_s: float = 30) -> list[Any]:
+        try:
+            with self._conn.cursor() as cursor:
+                self._begin(cursor, budget_s)
+                cursor.execute(query, params)
+                return list(cursor.fetchall())
+        finally:
+            self._conn.rollback()
+
+    # -- queries ------------------------------------------------------------------------------
+    def stream(
+        self, sql_text: str, writer: TableWriter, *, schema: str | None, timeout_s: float, max_rows: int,
+        batch: int = 5000,
+    ) -> QueryOutcome:  # fmt: skip
+        outcome = QueryOutcome()
+        try:
+            with self._conn.cursor() as setup:
+                self._begin(setup, timeout_s, schema)
+            # A named cursor declares the query through the extended protocol: one statement only.
+            with self._conn.cursor(name=f"acp_{secrets.token_hex(6)}") as cursor:
+                cursor.itersize = batch
+                cursor.execute(sql_text)
+                columns: list[Header | str] = []
+                for column in cursor.description or []:
+                    kind = _column_type(column.type_code)
+                    columns.append({"name": column.name, "type": kind} if kind else column.name)
+                writer.set_columns(columns)
+                written = 0
+                while rows := cursor.fetchmany(min(batch, max_rows - written + 1)):
+                    if written + len(rows) > max_rows:
+                        writer.extend(rows[: max_rows - written])
+                        outcome.capped = True
+                        break
+                    writer.extend(rows)
+                    written += len(rows)
+        finally:
+            self._conn.rollback()  # reads never commit
+        return outcome
+
+    # -- catalog -------------------------------------------------------------------------------
+    def databases(self) -> list[str]:
+        rows = self._read(
+            "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate "
+            "AND has_database_privilege(datname, 'CONNECT') ORDER BY datname"
+        )
+        return [r[0] for r in rows]
+
+    def schemas(self) -> list[str]:
+        rows = self._read(
+            "SELECT nspname FROM pg_namespace WHERE nspname !~ '^pg_' AND nspname <> 'information_schema' "
+            "AND has_schema_privilege(nspname, 'USAGE') ORDER BY nspname"
+        )
+        return [r[0] for r in rows]
+
+    def tables(self, schema: str | None, budget_s: float) -> list[TableInfo]:
+        rows = self._read(
+            "SELECT n.nspname, c.relname, c.relkind, c.reltuples::bigint, c.relpages, "
+            "obj_description(c.oid, 'pg_class') FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname !~ '^pg_' "
+            "AND n.nspname <> 'information_schema' AND (%s::text IS NULL OR n.nspname = %s) "
+            "AND has_table_privilege(c.oid, 'SELECT') "
+            "ORDER BY n.nspname, c.relname",
+            (schema, schema),
+        )
+        out = []
+        for nspname, relname, relkind, reltuples, relpages, comment in rows:
+            kind = "view" if relkind in ("v", "m") else "table"
+            name = relname if schema is not None else f"{nspname}.{relname}"
+            count: int | None = None
+            estimated = True
+            if budget_s > 0:
+                cheap = kind == "table" and (0 <= reltuples < _EXACT_COUNT_UNDER or (reltuples < 0 and relpages < 1000))
+                if cheap or kind == "view":
+                    count = self._count(nspname, relname, budget_s)
+                    estimated = count is None
+                if count is None and reltuples >= 0:
+                    count = int(reltuples)  # the planner's estimate (pg_class.reltuples)
+            out.append(TableInfo(name=name, kind=kind, rows=count, estimated=estimated and count is not None,
+                                 comment=comment))  # fmt: skip
+        return out
+
+    def _count(self, schema: str, table: str, budget_s: float) -> int | None:
+        try:
+            rows = self._read(
+                sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(schema, table)), budget_s=budget_s
+            )
+        except pg_errors.QueryCanceled:
+            return None
+        return int(rows[0][0])
+
+    def columns(self, schema: str | None, table: str) -> list[ColumnInfo]:
+        rows = self._read(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, "
+            "col_description(a.attrelid, a.attnum), EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid "
+            "AND i.indisprimary AND a.attnum = ANY(i.indkey)) FROM pg_attribute a "
+            "WHERE a.attrelid = to_regclass(format('%%I.%%I', %s::text, %s::text)) AND a.attnum > 0 "
+            "AND NOT a.attisdropped ORDER BY a.attnum",
+            (schema or "public", table),
+        )
+        return [
+            ColumnInfo(name=n, type=t, nullable=bool(nl), primary_key=bool(pk), comment=c) for n, t, nl, c, pk in rows
+        ]
+
+    def foreign_keys(self, schema: str | None, table: str) -> list[ForeignKey]:
+        rows = self._read(
+            "SELECT (SELECT array_agg(a.attname ORDER BY k.ord) FROM unnest(con.conkey) WITH ORDINALITY k(num, ord) "
+            "JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.num), fn.nspname, fc.relname, "
+            "(SELECT array_agg(a.attname ORDER BY k.ord) FROM unnest(con.confkey) WITH ORDINALITY k(num, ord) "
+            "JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.num) "
+            "FROM pg_constraint con JOIN pg_class fc ON fc.oid = con.confrelid "
+            "JOIN pg_namespace fn ON fn.oid = fc.relnamespace WHERE con.contype = 'f' "
+            "AND con.conrelid = to_regclass(format('%%I.%%I', %s::text, %s::text)) ORDER BY con.conname",
+            (schema or "public", table),
+        )
+        return [
+            ForeignKey(tuple(cols), ref_table, tuple(refs), ref_schema) for cols, ref_schema, ref_table, refs in rows
+        ]
+
+    def _target(self, schema: str | None, table: str) -> sql.Identifier:
+        return sql.Identifier(schema or "public", table)
+
+    def min_max(self, schema: str | None, table: str, column: str, budget_s: float) -> tuple[Any, Any] | None:
+        name = sql.Identifier(column)
+        query = sql.SQL("SELECT min({c}), max({c}) FROM {t}").format(c=name, t=self._target(schema, table))
+        low, high = self._read(query, budget_s=budget_s)[0]
+        return None if low is None else (low, high)
+
+    def first_text(self, schema: str | None, table: str, column: str, budget_s: float) -> str | None:
+        query = sql.SQL("SELECT {c}::text FROM {t} WHERE {c} IS NOT NULL LIMIT 1").format(
+            c=sql.Identifier(column), t=self._target(schema, table)
+        )
+        rows = self._read(query, budget_s=budget_s)
+        return None if not rows else str(rows[0][0])
+
+    def top_values(
+        self, schema: str | None, table: str, column: str, sample_rows: int, limit: int, budget_s: float
+    ) -> list[tuple[Any, int]]:
+        query = sql.SQL(
+            "SELECT v, count(*) AS n FROM (SELECT {c} AS v FROM {t} LIMIT {s}) sample WHERE v IS NOT NULL "
+            "GROUP BY v ORDER BY n DESC, v LIMIT {l}"
+        ).format(
+            c=sql.Identifier(column), t=self._target(schema, table), s=sql.Literal(sample_rows), l=sql.Literal(limit)
+        )
+        return [(r[0], int(r[1])) for r in self._read(query, budget_s=budget_s)]
+
+    # -- writes ---------------------------------------------------------------------------------
+    def insert(
+        self, schema: str | None, table: str, headers: Sequence[Header], rows: Iterable[Sequence[Any]], create: bool
+    ) -> tuple[int, bool]:
+        target = self._target(schema, table)
+        names = [h["name"] for h in headers]
+        created = False
+        count = 0
+        try:
+            with self._conn.cursor() as cursor:
+                exists = cursor.execute(
+                    "SELECT to_regclass(format('%%I.%%I', %s::text, %s::text))", (schema or "public", table)
+                ).fetchone()
+                if not (exists and exists[0]):
+                    if not create:
+                        raise ResourceNotFound(f"No table {table}. Pass an existing table as resource_id.")
+                    columns = sql.SQL(", ").join(
+                        sql.SQL("{} {}").format(sql.Identifier(h["name"]), sql.SQL(_SQL_TYPES.get(h["type"], "text")))
+                        for h in headers
+                    )
+                    cursor.execute(sql.SQL("CREATE TABLE {} ({})").format(target, columns))
+                    created = True
+                copy_sql = sql.SQL("COPY {} ({}) FROM STDIN").format(
+                    target, sql.SQL(", ").join(sql.Identifier(n) for n in names)
+                )
+                with cursor.copy(copy_sql) as copy:
+                    for row in rows:
+                        copy.write_row([json.dumps(v) if isinstance(v, (dict, list)) else v for v in row])
+                        count += 1
+            self._conn.commit()
+        except BaseException:
+            self._conn.rollback()
+            raise
+        return count, created
+
+
+class PostgresEngine(Engine):
+    name = "postgres"
+    title = "PostgreSQL"
+    dialect = "postgres"
+    has_schemas = True
+    text_types = ("char", "text", "citext")
+    forbidden_functions = FORBIDDEN_FUNCTIONS
+
+    def identify(self, credentials: dict[str, Any]) -> Principal:
+        params = connection_params(credentials)
+        secrets_found = [str(v) for k, v in params.items() if k == "password" and v]
+        if credentials.get("dsn"):
+            secrets_found.append(str(credentials["dsn"]))
+        identity = f"postgres:{params['user']}@{params['host']}:{params.get('port', 5432)}/{params['dbname']}"
+        return Principal(identity=identity, secrets=tuple(secrets_found))
+
+    def default_database(self, credentials: dict[str, Any]) -> str:
+        return str(connection_params(credentials)["dbname"])
+
+    def connect(self, credentials: dict[str, Any], database: str | None, write: bool = False) -> Connection:
+        params = connection_params(credentials)
+        if database:
+            params["dbname"] = database
+        return PostgresConnection(params, write)
+
+    def translate(self, exc: BaseException) -> AcpError | None:
+        return translate(exc)
+
+
+def translate(exc: BaseException) -> AcpError | None:
+    """PostgreSQL errors as ACP errors with a next step (this engine's translation table)."""
+    if not isinstance(exc, psycopg.Error):
+        return None
+    message = (str(exc).strip().splitlines() or ["(no message)"])[0]
+    state = getattr(exc, "sqlstate", None) or ""
+    if "multiple commands into a prepared statement" in message:
+        return ReadOnlyViolation(SEVERAL_STATEMENTS)
+    if state == "25006" or "read-only transaction" in message:
+        return ReadOnlyViolation(
+            f"This ACP is read-only: PostgreSQL refused the statement ({message}). Rewrite it as a single SELECT."
+        )
+    if state == "57014":
+        if "statement timeout" in message:
+            return UpstreamError(
+                "The query ran past statement_timeout_s and was stopped. Add filters, aggregate, or add LIMIT."
+            )
+        return UpstreamError("The query was cancelled. Call again if it is still needed.")
+    if state in ("28P01", "28000"):
+        return CredentialsInvalid(
+            "PostgreSQL rejected the user or password. Ask the user to check the source credentials."
+        )
+    if state == "3D000":
+        return ResourceNotFound(f"PostgreSQL: {message}. Call autocontext without arguments to list the databases.")
+    if state == "42501":
+        return InvalidArguments(
+            f"PostgreSQL: {message}. The database user has no permission for that; query what autocontext lists."
+        )
+    if state in ("42P01", "42703", "42883", "3F000"):
+        return InvalidArguments(
+            f"PostgreSQL: {message}. Call autocontext with this database or schema to see its tables and columns."
+        )
+    if state.startswith("42") or state.startswith("22"):
+        return InvalidArguments(f"PostgreSQL rejected the query: {message}. Fix it and call again.")
+    if isinstance(exc, psycopg.OperationalError):
+        if "password authentication failed" in message or "authentication failed" in message:
+            return CredentialsInvalid(
+                "PostgreSQL rejected the user or password. Ask the user to check the source credentials."
+            )
+        if "does not exist" in message and "database" in message:
+            return ResourceNotFound(f"PostgreSQL: {message}. Call autocontext without arguments to list them.")
+        return UpstreamError(
+            f"Cannot reach PostgreSQL ({message}). Try again; if it persists, ask the user to check the server."
+        )
+    return UpstreamError(f"PostgreSQL failed: {message}. Try again or simplify the query.")
+
+
+ENGINE = PostgresEngine()
