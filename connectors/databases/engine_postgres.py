@@ -405,7 +405,7 @@ def translate(exc: BaseException) -> AcpError | None:
     if state.startswith("42") or state.startswith("22"):
         return InvalidArguments(f"PostgreSQL rejected the query: {message}. Fix it and call again.")
     if isinstance(exc, psycopg.OperationalError):
-        if "password authentication failed" in message or "authentication failed" in message:
+        if "authentication failed" in message or ("role" in message and "does not exist" in message):
             return CredentialsInvalid(
                 "PostgreSQL rejected the user or password. Ask the user to check the source credentials."
             )

