@@ -1,6 +1,6 @@
 """Run every benchmark with modest defaults and print all figures.
 
-    .venv/bin/python bench/run_all.py [--runs 10] [--calls 200] [--no-importtime]
+    .venv/bin/python bench/run_all.py [--runs 10] [--calls 200] [--load-seconds 5] [--no-importtime]
 
 Each benchmark runs in its own interpreter (``sys.executable``), one after the other, so
 that one's threads and memory do not disturb the next.
@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="start-up runs per command (default 10)")
     parser.add_argument("--calls", type=int, default=200, help="timed calls per server (default 200)")
+    parser.add_argument(
+        "--load-seconds", type=float, default=5.0, help="measured seconds per HTTP load level (default 5)"
+    )
     parser.add_argument("--no-importtime", action="store_true", help="skip the connector's import profile")
     args = parser.parse_args(argv)
     startup = ["--runs", str(args.runs)] + ([] if args.no_importtime else ["--importtime"])
@@ -37,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         run("startup.py", *startup),
         run("call_overhead.py", "--calls", str(args.calls)),
         run("model_size.py"),
+        run("http_load.py", "--seconds", f"{args.load_seconds:g}"),
     ]
     return max(codes)
 
