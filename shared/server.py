@@ -7,6 +7,7 @@ and the single mapping from exceptions to tool errors (12.1).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 import time
@@ -618,6 +619,9 @@ class AcpRuntime:
         fetch: Callable[[], Awaitable[Any]],
     ) -> tuple[Any, bool]:
         credentials = cctx.credentials
+        # The source configuration can change what a block holds (hidden columns, say): an entry
+        # made under one configuration is never served under another.
+        key = f"{key}#{_config_tag(cctx.config)}"
         usable = not self.connector.credentials.required or (credentials and self.proven.is_proven(credentials))
         if usable:
             hit = self.cache.get(principal.identity, resource_id, key)
@@ -872,6 +876,11 @@ def _ordered_info(info: JsonObject) -> JsonObject:
     ordered = {k: info[k] for k in _INFO_ORDER if k in info}
     ordered.update({k: v for k, v in info.items() if k not in ordered})
     return ordered
+
+
+def _config_tag(config: JsonObject) -> str:
+    canonical = jsonio.dumps({k: config[k] for k in sorted(config)})
+    return hashlib.sha256(canonical).hexdigest()[:16]
 
 
 def _elapsed_ms(call: _Call) -> int:

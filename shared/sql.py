@@ -116,15 +116,19 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
     from sqlglot.errors import ParseError, TokenError
 
     engine = Dialect.get_or_raise(dialect)
+    forbidden = {f.lower() for f in forbidden_functions}
     try:
         tokens = engine.tokenize(sql)
-    except TokenError:
-        return []  # the engine parses it for real, under its own read-only layers
+    except TokenError as exc:
+        raise _unparsable(exc) from None
+    _check_tokens(tokens, forbidden)
     dates = _dates_in(tokens)
     try:
         parsed = engine.parser().parse(tokens, sql)
-    except ParseError:
-        return dates
+    except ParseError as exc:
+        # Fail closed: what the checker cannot read, it cannot vouch for (a superuser reached
+        # pg_read_file through syntax the parser does not know).
+        raise _unparsable(exc) from None
     # A comment after the last ";" parses as a Semicolon node: it is not a statement.
     statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     if not statements:
@@ -139,7 +143,6 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
     statement = statements[0]
     if writes:
         raise _refuse(_statement_name(statement))
-    forbidden = {f.lower() for f in forbidden_functions}
     for node in statement.walk():
         kind = type(node).__name__
         if kind in _WRITE_NODES:
@@ -154,6 +157,38 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
                     "side effects. Rewrite the query without it."
                 )
     return dates
+
+
+def _unparsable(exc: Exception) -> ReadOnlyViolation:
+    detail = " ".join(str(exc).split())[:160]
+    return ReadOnlyViolation(
+        "This ACP runs only SQL it can check as one read-only query, and this SQL could not be parsed "
+        f"({detail}). Fix the syntax, or write it as a plain SELECT."
+    )
+
+
+def _check_tokens(tokens: list[Any], forbidden: set[str]) -> None:
+    """Token-level checks that do not depend on the parse tree being right.
+
+    A forbidden function is refused wherever a call to it appears (even inside syntax the
+    parser misreads), and PostgreSQL's ``U&"…"`` escapes are refused because they can spell
+    any name (``U&"pg\\005fread_file"``).
+    """
+    from sqlglot import TokenType
+
+    for index, token in enumerate(tokens):
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        if following is None:
+            continue
+        if token.text.lower() in forbidden and following.token_type == TokenType.L_PAREN:
+            raise ReadOnlyViolation(
+                f"The function {token.text.lower()}() is not allowed: it reads or writes outside the database or "
+                "has side effects. Rewrite the query without it."
+            )
+        if token.text in ("U", "u") and following.token_type == TokenType.AMP and following.start == token.end + 1:
+            raise ReadOnlyViolation(
+                'Unicode-escaped names and strings (U&"…") are not accepted: write names and strings plainly.'
+            )
 
 
 def date_literals(sql: str, dialect: str) -> list[str]:

@@ -295,6 +295,8 @@ class TableWriter:
             self._kinds[index] |= _NONFINITE  # any cell may be null (spec 8.6); JSON has no NaN
             return None
         if declared is not None and not self._failed[index]:
+            if isinstance(value, (bytes, bytearray, memoryview)):
+                self._kinds[index] |= BINARY  # delivered as base64 text, with a warning
             try:
                 return convert(value, declared)
             except ConversionError:

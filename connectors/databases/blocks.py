@@ -32,6 +32,8 @@ def policy_of(ctx: CallContext) -> Policy:
 
 def _is_text(engine: Engine, column: ColumnInfo) -> bool:
     declared = column.type.lower()
+    if "[]" in declared or declared.startswith(("array", "list", "struct", "map")):
+        return False  # arrays of text are not text values
     return not declared or any(t in declared for t in engine.text_types)
 
 
@@ -123,7 +125,7 @@ async def fetch_table_schemas(ref: ResourceRef, ctx: CallContext) -> Any:
             described: dict[str, Any] = {"table": info.name, "columns": columns}
             if info.comment:
                 described["comment"] = info.comment
-            keys = _visible_keys(conn, policy, schema, table)
+            keys = _visible_keys(conn, policy, schema, table, scope.qualified_names)
             if keys:
                 described["foreign_keys"] = keys
             out.append(described)
@@ -132,7 +134,11 @@ async def fetch_table_schemas(ref: ResourceRef, ctx: CallContext) -> Any:
     return await _run(ref, ctx, read)
 
 
-def _visible_keys(conn: Connection, policy: Policy, schema: str | None, table: str) -> list[dict[str, Any]]:
+def _visible_keys(
+    conn: Connection, policy: Policy, schema: str | None, table: str, qualify: bool = False
+) -> list[dict[str, Any]]:
+    """Foreign keys that touch no hidden table or column; ``qualify`` names every target schema.table
+    (database-level blocks name their tables that way)."""
     keys = []
     for key in conn.foreign_keys(schema, table):
         ref_schema = key.ref_schema or schema
@@ -142,9 +148,10 @@ def _visible_keys(conn: Connection, policy: Policy, schema: str | None, table: s
             continue
         if any(policy.column_hidden(ref_schema, key.ref_table, c) for c in key.ref_columns):
             continue
-        target = (
-            qualified(key.ref_schema, key.ref_table) if key.ref_schema and key.ref_schema != schema else key.ref_table
-        )
+        if qualify or (key.ref_schema and key.ref_schema != schema):
+            target = qualified(ref_schema, key.ref_table)
+        else:
+            target = key.ref_table
         keys.append({"columns": list(key.columns), "references": target, "referenced_columns": list(key.ref_columns)})
     return keys
 
@@ -224,7 +231,7 @@ async def fetch_relationships(ref: ResourceRef, ctx: CallContext) -> Any:
         edges = []
         for info in scope.tables[: MAX_TABLES * 4]:
             schema, table = scope.split(info.name)
-            for key in _visible_keys(conn, policy, schema, table):
+            for key in _visible_keys(conn, policy, schema, table, scope.qualified_names):
                 source = ", ".join(f"{info.name}.{c}" for c in key["columns"])
                 target = ", ".join(f"{key['references']}.{c}" for c in key["referenced_columns"])
                 edges.append(f"{source} → {target}")

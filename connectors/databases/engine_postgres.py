@@ -409,6 +409,11 @@ def translate(exc: BaseException) -> AcpError | None:
             return CredentialsInvalid(
                 "PostgreSQL rejected the user or password. Ask the user to check the source credentials."
             )
+        if "permission denied for database" in message:
+            return ResourceNotFound(
+                f"PostgreSQL: {message}. These credentials have no access to that database; call autocontext "
+                "without arguments to list the ones they can use."
+            )
         if "does not exist" in message and "database" in message:
             return ResourceNotFound(f"PostgreSQL: {message}. Call autocontext without arguments to list them.")
         return UpstreamError(

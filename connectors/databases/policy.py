@@ -109,6 +109,7 @@ class Policy:
         statement = statements[0]
         ctes = {cte.alias_or_name.lower() for cte in statement.find_all(exp.CTE)}
         tables: dict[str, tuple[str | None, str]] = {}  # alias or name → (schema, table)
+        renamed: list[tuple[str | None, str]] = []
         for node in statement.find_all(exp.Table):
             if not node.name or node.name.lower() in ctes:
                 continue
@@ -117,6 +118,9 @@ class Policy:
                 raise _hidden(f"table {node.name}")
             tables[node.alias_or_name.lower()] = (schema, node.name)
             tables.setdefault(node.name.lower(), (schema, node.name))
+            alias = node.args.get("alias")
+            if alias is not None and alias.columns:
+                renamed.append((schema, node.name))  # "customers AS t(i, n, e)" renames its columns
         hidden_cache: dict[tuple[str | None, str], bool] = {}
 
         def has_hidden(schema: str | None, table: str) -> bool:
@@ -125,6 +129,9 @@ class Policy:
                 hidden_cache[key] = any(self.column_hidden(schema, table, c) for c in columns_of(schema, table))
             return hidden_cache[key]
 
+        for schema, table in renamed:
+            if has_hidden(schema, table):
+                raise _hidden(f"columns of {table} (renamed by a column alias list); name the columns you need")
         for column in statement.find_all(exp.Column):
             qualifier = column.table.lower() if column.table else None
             if isinstance(column.this, exp.Star):
@@ -142,10 +149,8 @@ class Policy:
                 schema, table = tables[name.lower()]
                 if has_hidden(schema, table):
                     raise _hidden(f"columns of {table} (through a whole-row reference)")
-        if any(
-            isinstance(star, exp.Star) and not isinstance(star.parent, exp.Column)
-            for star in statement.find_all(exp.Star)
-        ):
+        # A bare * in a select list (count(*) reads no column, so it is not one).
+        if any(isinstance(star.parent, exp.Select) for star in statement.find_all(exp.Star)):
             for schema, table in set(tables.values()):
                 if has_hidden(schema, table):
                     raise _hidden(f"columns of {table} (through *); name the columns you need")
