@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import InvalidArguments, ReadOnlyViolation
+from .errors import AcpError, InvalidArguments, ReadOnlyViolation
 
 # 'YYYY-MM-DD' (optionally followed by a time) or 'YYYYMMDD', ASCII digits only.
 _DATE_LITERAL = re.compile(
@@ -120,7 +120,7 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
     try:
         tokens = engine.tokenize(sql)
     except TokenError as exc:
-        raise _unparsable(exc) from None
+        raise _unparsable(exc, None) from None
     _check_tokens(tokens, forbidden)
     dates = _dates_in(tokens)
     try:
@@ -128,7 +128,7 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
     except ParseError as exc:
         # Fail closed: what the checker cannot read, it cannot vouch for (a superuser reached
         # pg_read_file through syntax the parser does not know).
-        raise _unparsable(exc) from None
+        raise _unparsable(exc, tokens) from None
     # A comment after the last ";" parses as a Semicolon node: it is not a statement.
     statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     if not statements:
@@ -159,11 +159,20 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
     return dates
 
 
-def _unparsable(exc: Exception) -> ReadOnlyViolation:
+_QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "L_PAREN"})
+
+
+def _unparsable(exc: Exception, tokens: list[Any] | None) -> AcpError:
+    """Refuse SQL the checker cannot read: a query with a syntax error is the model's to fix
+    (ACP_INVALID_ARGUMENTS); anything else, or several statements, is refused as a write."""
     detail = " ".join(str(exc).split())[:160]
+    kinds = [t.token_type.name for t in tokens or []]
+    several = "SEMICOLON" in kinds[:-1] and kinds.index("SEMICOLON") < len(kinds) - 1
+    if tokens and kinds[0] in _QUERY_STARTS and not several:
+        return InvalidArguments(f"The SQL has a syntax error ({detail}). Fix it and call again.")
     return ReadOnlyViolation(
-        "This ACP runs only SQL it can check as one read-only query, and this SQL could not be parsed "
-        f"({detail}). Fix the syntax, or write it as a plain SELECT."
+        "This ACP runs only SQL it can check as one read-only query, and this SQL could not be read as one "
+        f"({detail}). Write it as a single plain SELECT."
     )
 
 

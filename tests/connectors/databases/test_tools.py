@@ -143,8 +143,13 @@ async def test_sql_errors_are_invalid_arguments_with_a_next_step(databases_host,
     meta = direct.sqlite_meta(shop)
     async with databases_host() as host:
         missing = await host.call("execute_sql", {"resource_id": "shop", "sql": "SELECT * FROM nope"}, meta)
-        syntax = await host.call("execute_sql", {"resource_id": "shop", "sql": "SELEC * FROM orders"}, meta)
+        syntax = await host.call("execute_sql", {"resource_id": "shop", "sql": "SELECT * FRM orders"}, meta)
         column = await host.call("execute_sql", {"resource_id": "shop", "sql": "SELECT nope FROM orders"}, meta)
+        unknown_word = await host.call("execute_sql", {"resource_id": "shop", "sql": "SELEC * FROM orders"}, meta)
+    # SQL the checker cannot read is refused before the engine sees it: a query with a syntax
+    # error is the model's to fix; an unknown leading word could be an engine command.
+    assert unknown_word.error_name == "ACP_READ_ONLY_VIOLATION"
+    assert "single plain SELECT" in unknown_word.error["message"]
     for result, detail in ((missing, "no such table: nope"), (syntax, "syntax error"), (column, "no such column")):
         assert result.error_name == "ACP_INVALID_ARGUMENTS" and result.error["code"] == -32017
         message = result.error["message"]
