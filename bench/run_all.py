@@ -1,9 +1,11 @@
 """Run every benchmark with modest defaults and print all figures.
 
-    .venv/bin/python bench/run_all.py [--runs 10] [--calls 200] [--load-seconds 5] [--no-importtime]
+    .venv/bin/python bench/run_all.py [--runs 10] [--calls 200] [--load-seconds 5] [--no-importtime] [--extract]
 
 Each benchmark runs in its own interpreter (``sys.executable``), one after the other, so
-that one's threads and memory do not disturb the next.
+that one's threads and memory do not disturb the next. ``--extract`` adds the 1M-row extraction
+benchmark (``db_extract.py --repeat 1``, about 2 minutes, needs PostgreSQL and MariaDB); it is off
+by default so that the run stays short.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
         "--load-seconds", type=float, default=5.0, help="measured seconds per HTTP load level (default 5)"
     )
     parser.add_argument("--no-importtime", action="store_true", help="skip the connector's import profile")
+    parser.add_argument(
+        "--extract", action="store_true", help="also run db_extract.py --repeat 1 (1M rows per engine, ~2 min)"
+    )
     args = parser.parse_args(argv)
     startup = ["--runs", str(args.runs)] + ([] if args.no_importtime else ["--importtime"])
     codes = [
@@ -42,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         run("model_size.py"),
         run("http_load.py", "--seconds", f"{args.load_seconds:g}"),
     ]
+    if args.extract:
+        codes.append(run("db_extract.py", "--repeat", "1"))
     return max(codes)
 
 

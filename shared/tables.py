@@ -24,7 +24,10 @@ from .tablefiles import TableFiles
 from .values import (
     BINARY,
     DATE,
+    DATETIME,
+    INTEGER,
     NULL,
+    NUMBER,
     STRING,
     ConversionError,
     convert,
@@ -37,6 +40,13 @@ _NONFINITE = 256  # a float NaN/Infinity delivered as null
 _BATCH = 2000  # rows converted and encoded together on the fast path
 # For each declared type: the expression that passes a driver's usual Python value in one type
 # check; anything else (None, NaN, strings to parse…) takes the general per-cell path.
+# An inferred column passes ints, finite floats and (once it has seen a plain string) strings;
+# the kinds it passes are recorded per batch from the input classes (see _record_kinds).
+_INFERRED_CELL = (
+    "v{i} if (v{i}.__class__ is int or (v{i}.__class__ is float and v{i} - v{i} == 0) "
+    "or (v{i}.__class__ is str and not detect[{i}])) "
+    "else (temporal({i}, v{i}) if v{i}.__class__ is str else slow({i}, v{i}))"
+)
 _FAST_CELL = {
     "integer": "v{i} if v{i}.__class__ is int else slow({i}, v{i})",
     "string": "v{i} if v{i}.__class__ is str else slow({i}, v{i})",
@@ -49,17 +59,19 @@ _FAST_CELL = {
 }
 
 
-def _batch_converter(types: Sequence[ColumnType]) -> Callable[..., list[list[Any]]]:
-    """A function converting a batch of rows for these declared column types.
+def _batch_converter(types: Sequence[ColumnType | None]) -> Callable[..., list[list[Any]]]:
+    """A function converting a batch of rows for these column types (None: inferred).
 
     Generated once per table from the types alone (no name or value enters the source), it
     converts a row without one Python call per cell: the 1M-row extraction benchmark spends
     most of its Python time here.
     """
     names = ", ".join(f"v{i}" for i in range(len(types)))
-    cells = ", ".join("(" + _FAST_CELL[t].format(i=i) + ")" for i, t in enumerate(types))
+    cells = ", ".join(
+        "(" + (_FAST_CELL[t] if t is not None else _INFERRED_CELL).format(i=i) + ")" for i, t in enumerate(types)
+    )
     source = (
-        f"def convert(rows, slow):\n"
+        f"def convert(rows, slow, detect, temporal):\n"
         f"    out = []\n"
         f"    for {names}, in rows:\n"
         f"        out.append([{cells}])\n"
@@ -220,8 +232,8 @@ class TableWriter:
                     raise ValueError(f"column {column.get('name')!r} has an unknown type {declared!r}")
                 extra = {k: str(v) for k, v in column.items() if k in ("role", "description")}
                 self._add_column(column["name"], declared, extra)
-        if self._names and all(d is not None for d in self._declared):
-            self._fast = _batch_converter(self._declared)  # type: ignore[arg-type]
+        if self._names:
+            self._fast = _batch_converter(self._declared)
             self._fast_width = len(self._names)
 
     def _add_column(self, name: str, declared: ColumnType | None, extra: dict[str, str]) -> int:
@@ -285,7 +297,47 @@ class TableWriter:
             return
         if self._cancelled.is_set():
             raise CallCancelled
-        self._store_batch(convert_batch(batch, self._cell), width=self._fast_width)
+        converted = convert_batch(batch, self._cell, self._detect, self._temporal)
+        self._record_kinds(batch)
+        self._store_batch(converted, width=self._fast_width)
+
+    def _temporal(self, index: int, text: str) -> Any:
+        """A string in a column still being tested for dates: the common ISO shapes without a regex.
+
+        SQLite and CSV-like sources deliver dates as text; a million of them through the
+        general path took seconds. Anything unusual still takes the general path.
+        """
+        size = len(text)
+        if size == 10 and text[4] == "-" and text[7] == "-":
+            try:
+                dt.date.fromisoformat(text)
+            except ValueError:
+                return self._cell(index, text)
+            self._kinds[index] |= DATE
+            return text
+        if size == 19 and text[4] == "-" and text[10] in " T" and text[13] == ":" and text[16] == ":":
+            try:
+                dt.datetime.fromisoformat(text)
+            except ValueError:
+                return self._cell(index, text)
+            self._kinds[index] |= DATETIME
+            return text if text[10] == "T" else f"{text[:10]}T{text[11:]}"
+        return self._cell(index, text)
+
+    def _record_kinds(self, batch: list[Sequence[Any]]) -> None:
+        """Kinds of the cells the generated converter passed through without a call."""
+        for index, declared in enumerate(self._declared):
+            if declared is not None:
+                continue
+            classes = {row[index].__class__ for row in batch}
+            if int in classes:
+                self._kinds[index] |= INTEGER
+            if float in classes and any(
+                row[index].__class__ is float and row[index] - row[index] == 0 for row in batch
+            ):
+                self._kinds[index] |= NUMBER
+            if str in classes and not self._detect[index]:
+                self._kinds[index] |= STRING
 
     def _cell(self, index: int, value: Any) -> Any:
         declared = self._declared[index]
@@ -332,23 +384,21 @@ class TableWriter:
         if first == 0 or narrowest < self._min_width:
             self._min_width = narrowest
         encoded = jsonio.dumps_rows(self._names, batch)
+        size = sum(len(row) for row in encoded) + len(encoded)
+        # One bytes object per batch: each small result of orjson.dumps holds kilobytes of
+        # allocation, so keeping them row by row made narrow tables cost gigabytes.
+        chunk = b",\n".join(encoded)
+        del encoded
         if self._file is not None:
             self._file.write(b",\n")
-            self._file.write(b",\n".join(encoded))
+            self._file.write(chunk)
             return
         assert self._rows is not None
-        for position, (values, row_bytes) in enumerate(zip(batch, encoded, strict=True)):
-            self._rows.append(values)
-            self._encoded.append(row_bytes)
-            self._bytes += len(row_bytes) + 1
-            if self._bytes > self._budget.inline_max_bytes:
-                self._spill()  # writes every row encoded so far, this one included
-                rest = encoded[position + 1 :]
-                if rest:
-                    assert self._file is not None
-                    self._file.write(b",\n")
-                    self._file.write(b",\n".join(rest))
-                return
+        self._rows.extend(batch)
+        self._encoded.append(chunk)
+        self._bytes += size
+        if self._bytes > self._budget.inline_max_bytes:
+            self._spill()
 
     def _spill(self) -> None:
         path, handle = self._files.create()

@@ -396,5 +396,3 @@ def pg_database() -> Iterator[PgDatabase]:
         yield db
     finally:
         drop_database(db)
-
-
