@@ -215,3 +215,53 @@ async def test_duplicate_column_names_are_renamed_with_a_warning(databases_host,
     warnings = result.system_info["warnings"]
     assert any("id" in w and columns[2] in w for w in warnings)
     assert result.model_response.get("warnings") == warnings
+
+
+async def test_insert_rows_on_sqlite_follows_the_access_mode(databases_host, shop: Path, direct: Any) -> None:
+    """insert_rows writes exactly the host table in readAndOnlyAdd, creating the table; never in onlyRead
+    or where table_rules close the table (spec 10.6, 8.8.2)."""
+    from shared.host import HostTable
+
+    headers = [
+        {"name": "day", "type": "date"},
+        {"name": "visits", "type": "integer"},
+        {"name": "note", "type": "string"},
+    ]
+    rows = [{"day": f"2026-08-{d:02d}", "visits": d * 7, "note": f"n{d}"} for d in range(1, 11)]
+    tables = {"ds_visits": HostTable(headers=headers, rows=rows)}
+    before = direct.table_checksums(shop)
+    adding = {"access_mode": "readAndOnlyAdd"}
+    closed = {**adding, "table_rules": '[{"pattern": "locked_.*", "mode": "onlyRead"}]'}
+    async with databases_host(tables=tables) as host:
+        read_only = await host.call(
+            "insert_rows", {"resource_id": "shop.visits", "table_ref": "ds_visits"}, direct.sqlite_meta(shop)
+        )
+        by_rule = await host.call(
+            "insert_rows",
+            {"resource_id": "shop.locked_visits", "table_ref": "ds_visits"},
+            direct.sqlite_meta(shop, config=closed),
+        )
+        created = await host.call(
+            "insert_rows",
+            {"resource_id": "shop.visits", "table_ref": "ds_visits"},
+            direct.sqlite_meta(shop, config=adding),
+        )
+        appended = await host.call(
+            "insert_rows",
+            {"resource_id": "shop.visits", "table_ref": "ds_visits"},
+            direct.sqlite_meta(shop, config=adding),
+        )
+        wrong = await host.call(
+            "insert_rows",
+            {"resource_id": "shop.orders", "table_ref": "ds_visits"},
+            direct.sqlite_meta(shop, config=adding),
+        )
+    assert read_only.error_name == "ACP_READ_ONLY_VIOLATION" and "readAndOnlyAdd" in read_only.error["message"]
+    assert by_rule.error_name == "ACP_READ_ONLY_VIOLATION"
+    assert created.model_response["created"] is True and created.model_response["inserted_rows"] == 10
+    assert appended.model_response["created"] is False and appended.model_response["inserted_rows"] == 10
+    assert wrong.error_name == "ACP_INVALID_ARGUMENTS" and "does not have" in wrong.error["message"]
+    stored = direct.query(shop, "SELECT day, visits, note FROM visits ORDER BY rowid")
+    assert stored == rows + rows
+    after = direct.table_checksums(shop)
+    assert {k: v for k, v in after.items() if k != "visits"} == before  # nothing else changed
