@@ -235,6 +235,7 @@ class TableWriter:
         if self._names:
             self._fast = _batch_converter(self._declared)
             self._fast_width = len(self._names)
+            self._temporal_check = self._temporal_checker()
 
     def _add_column(self, name: str, declared: ColumnType | None, extra: dict[str, str]) -> int:
         unique = name
@@ -297,32 +298,37 @@ class TableWriter:
             return
         if self._cancelled.is_set():
             raise CallCancelled
-        converted = convert_batch(batch, self._cell, self._detect, self._temporal)
+        converted = convert_batch(batch, self._cell, self._detect, self._temporal_check)
         self._record_kinds(batch)
         self._store_batch(converted, width=self._fast_width)
 
-    def _temporal(self, index: int, text: str) -> Any:
-        """A string in a column still being tested for dates: the common ISO shapes without a regex.
+    def _temporal_checker(self) -> Callable[[int, str], Any]:
+        """For a string in a column still being tested for dates: the common ISO shapes, checked
+        without a regex. SQLite and CSV-like sources deliver dates as text, and a million of them
+        through the general path took seconds. Anything unusual still takes the general path.
+        (A closure over locals: it runs once per cell.)"""
+        kinds, general = self._kinds, self._cell
+        parse_date, parse_datetime = dt.date.fromisoformat, dt.datetime.fromisoformat
 
-        SQLite and CSV-like sources deliver dates as text; a million of them through the
-        general path took seconds. Anything unusual still takes the general path.
-        """
-        size = len(text)
-        if size == 10 and text[4] == "-" and text[7] == "-":
-            try:
-                dt.date.fromisoformat(text)
-            except ValueError:
-                return self._cell(index, text)
-            self._kinds[index] |= DATE
-            return text
-        if size == 19 and text[4] == "-" and text[10] in " T" and text[13] == ":" and text[16] == ":":
-            try:
-                dt.datetime.fromisoformat(text)
-            except ValueError:
-                return self._cell(index, text)
-            self._kinds[index] |= DATETIME
-            return text if text[10] == "T" else f"{text[:10]}T{text[11:]}"
-        return self._cell(index, text)
+        def check(index: int, text: str) -> Any:
+            size = len(text)
+            if size == 10 and text[4] == "-" and text[7] == "-":
+                try:
+                    parse_date(text)
+                except ValueError:
+                    return general(index, text)
+                kinds[index] |= DATE
+                return text
+            if size == 19 and text[4] == "-" and text[10] in " T" and text[13] == ":" and text[16] == ":":
+                try:
+                    parse_datetime(text)
+                except ValueError:
+                    return general(index, text)
+                kinds[index] |= DATETIME
+                return text if text[10] == "T" else f"{text[:10]}T{text[11:]}"
+            return general(index, text)
+
+        return check
 
     def _record_kinds(self, batch: list[Sequence[Any]]) -> None:
         """Kinds of the cells the generated converter passed through without a call."""
@@ -384,10 +390,10 @@ class TableWriter:
         if first == 0 or narrowest < self._min_width:
             self._min_width = narrowest
         encoded = jsonio.dumps_rows(self._names, batch)
-        size = sum(len(row) for row in encoded) + len(encoded)
         # One bytes object per batch: each small result of orjson.dumps holds kilobytes of
         # allocation, so keeping them row by row made narrow tables cost gigabytes.
         chunk = b",\n".join(encoded)
+        size = len(chunk) - len(encoded) + 2  # as inline JSON: one comma (or bracket) per row
         del encoded
         if self._file is not None:
             self._file.write(b",\n")
