@@ -5,11 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 
 from . import jsonio
@@ -31,6 +33,8 @@ log = logging.getLogger("acp")
 T = TypeVar("T")
 
 HostTableReader = Callable[[str], Awaitable[JsonObject]]
+ProgressReporter = Callable[[float, float | None, str | None], Coroutine[Any, Any, None]]
+_PROGRESS_INTERVAL_S = 0.25  # at most four notifications a second: progress is for people, not a log
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class CallContext:
         today: dt.date,
         tables_selected: list[str] | None = None,
         on_proven: Callable[[], None] | None = None,
+        report_progress: ProgressReporter | None = None,
+        conversation: dict[str, Any] | None = None,
     ) -> None:
         self.connector = connector
         self.tool = tool
@@ -76,6 +82,11 @@ class CallContext:
         self._read_host_table = read_host_table
         self._writers: list[TableWriter] = []
         self._on_proven = on_proven
+        self._report_progress = report_progress
+        self._progress_at = 0.0
+        # State the connector keeps across calls of one conversation (spec 5.2 conversation_id,
+        # else session_id), per credential identity: a running spend, an open cursor…
+        self.conversation: dict[str, Any] = conversation if conversation is not None else {}
 
     # -- values the connector reads ---------------------------------------------------------
     @property
@@ -99,6 +110,23 @@ class CallContext:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress (MCP ``notifications/progress``) from the worker thread of :meth:`run_blocking`.
+
+        Sent only when the client asked for progress (a ``progressToken``), and throttled; the
+        final report (``done == total``) always goes out.
+        """
+        if self._report_progress is None or self.cancelled.is_set():
+            return
+        now = time.monotonic()
+        if now - self._progress_at < _PROGRESS_INTERVAL_S and (total is None or done < total):
+            return
+        self._progress_at = now
+        try:
+            anyio.from_thread.run(self._report_progress, done, total, message)
+        except Exception:  # progress is best effort: a closed stream must not fail the extraction
+            log.debug("progress notification dropped", exc_info=True)
 
     def mark_authenticated(self) -> None:
         """Tell the core these exact credentials just worked against the source."""

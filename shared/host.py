@@ -310,13 +310,27 @@ class AcpHost:
         return self.stderr_path.read_text("utf-8", errors="replace") if self.stderr_path else ""
 
     # -- requests ------------------------------------------------------------------------------
-    async def request(self, method: str, params: JsonObject | None = None) -> JsonObject:
-        """Any JSON-RPC request; a JSON-RPC error raises :class:`HostProtocolError`."""
+    async def request(
+        self, method: str, params: JsonObject | None = None, progress: list[JsonObject] | None = None
+    ) -> JsonObject:
+        """Any JSON-RPC request; a JSON-RPC error raises :class:`HostProtocolError`.
+
+        With a ``progress`` list the request carries a progress token, and each
+        ``notifications/progress`` the server sends is appended to it.
+        """
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            assert received is not None
+            received.append({"progress": progress, "total": total, "message": message})
+
+        received = progress
+
         try:
             result = await self.session.send_request(
                 types.Request[dict[str, Any] | None, str](method=method, params=params),
                 _OpenResult,
                 request_read_timeout_seconds=self.read_timeout_s,
+                progress_callback=on_progress if progress is not None else None,
             )
             raw: JsonObject = result.model_dump(by_alias=True)
             if raw.get("_meta") is None:
@@ -333,12 +347,17 @@ class AcpHost:
         return [t.model_dump(by_alias=True, exclude_none=True) for t in result.tools]
 
     async def call(
-        self, name: str, arguments: JsonObject | None = None, meta: JsonObject | None = None
+        self,
+        name: str,
+        arguments: JsonObject | None = None,
+        meta: JsonObject | None = None,
+        progress: list[JsonObject] | None = None,
     ) -> ToolResponse:
-        """``tools/call`` with ``_meta.acp`` = ``meta``."""
+        """``tools/call`` with ``_meta.acp`` = ``meta``; ``progress`` collects progress notifications."""
         result = await self.request(
             "tools/call",
             {"name": name, "arguments": arguments or {}, **({"_meta": {ACP_KEY: meta}} if meta is not None else {})},
+            progress=progress,
         )
         return ToolResponse(result, download_headers=self._auth_headers())
 

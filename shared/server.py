@@ -11,6 +11,7 @@ import hashlib
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -87,6 +88,7 @@ NO_BACK_CHANNEL = (
     "connection (MCP 2026-07-28 or stateless HTTP) has none. Use a stdio or session-based HTTP connection."
 )
 _RESOURCES_BLOCK = "__resources__"
+_CONVERSATIONS_KEPT = 1024
 
 
 @dataclass
@@ -95,6 +97,21 @@ class SessionState:
 
     settings: Settings = field(default_factory=Settings)
     delivered: set[tuple[str, str, str]] = field(default_factory=set)  # (identity, session_id, resource)
+    conversations: OrderedDict[tuple[str, str], dict[str, Any]] = field(default_factory=OrderedDict)
+
+    def conversation(self, identity: str, conversation: str) -> dict[str, Any]:
+        """Connector state of one conversation (spec 5.2 conversation_id), per credential identity.
+
+        Bounded: a long-running HTTP server forgets the least recently used conversations.
+        """
+        key = (identity, conversation)
+        state = self.conversations.pop(key, None)
+        if state is None:
+            state = {}
+            while len(self.conversations) >= _CONVERSATIONS_KEPT:
+                self.conversations.popitem(last=False)
+        self.conversations[key] = state
+        return state
 
 
 @dataclass
@@ -421,7 +438,10 @@ class AcpRuntime:
         call.arguments = dict(args)
         if selection is not None:
             call.arguments["tables"] = selection
-        cctx = self._context(ctx, tool.name, eff, principal, resource, call, selection)
+        conversation = session.conversation(
+            principal.identity if principal else "", meta.conversation_id or meta.session_id or ""
+        )
+        cctx = self._context(ctx, tool.name, eff, principal, resource, call, selection, conversation)
         completed = False
         try:
             output = await tool.run(args, cctx)
@@ -523,6 +543,7 @@ class AcpRuntime:
         resource: ResourceRef | None,
         call: _Call,
         selection: list[str] | None = None,
+        conversation: dict[str, Any] | None = None,
     ) -> CallContext:
         caps = _sdk.client_acp_capability(ctx) or {}
 
@@ -538,6 +559,7 @@ class AcpRuntime:
                 raise error_from_code(exc.code, exc.message or "The host could not resolve the table.") from None
 
         credentials = eff.credentials
+        wants_progress = (ctx.meta or {}).get("progress_token") is not None
 
         def on_proven() -> None:
             if credentials:
@@ -557,6 +579,8 @@ class AcpRuntime:
             today=local_today(),
             tables_selected=selection,
             on_proven=on_proven,
+            report_progress=ctx.session.report_progress if wants_progress else None,
+            conversation=conversation,
         )
 
     # -- autocontext (spec 6.3, 7) ---------------------------------------------------------------

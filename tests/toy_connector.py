@@ -274,6 +274,20 @@ async def sleep(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
     return Extraction(tables=[table], description="Toy sleep.")
 
 
+async def tally(arguments: dict[str, Any], ctx: CallContext) -> Info:
+    """Counts its calls per conversation and reports progress while it works."""
+    steps = int(arguments.get("steps", 1))
+    ctx.conversation["calls"] = ctx.conversation.get("calls", 0) + 1
+
+    def work() -> None:
+        for step in range(1, steps + 1):
+            time.sleep(0.3)  # longer than the progress throttle, so each step is reported
+            ctx.progress(step, steps, f"step {step} of {steps}")
+
+    await ctx.run_blocking(work)
+    return Info(data={"calls": ctx.conversation["calls"]})
+
+
 async def crash(arguments: dict[str, Any], ctx: CallContext) -> Info:
     secret = str((ctx.credentials or {}).get("api_key", ""))
     raise RuntimeError(f"driver exploded while using key {secret} at line 3")
@@ -338,6 +352,13 @@ TOOLS = (
         input_schema={"properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
     ),
     Tool(name="crash", description="Fails with an untyped exception.", run=crash, requires_resource=False),
+    Tool(
+        name="tally",
+        description="Counts its calls in this conversation; reports progress.",
+        run=tally,
+        requires_resource=False,
+        input_schema={"properties": {"steps": {"type": "integer", "minimum": 1, "maximum": 10}}},
+    ),
     Tool(
         name="open_url",
         description="Opens a toy document URL.",

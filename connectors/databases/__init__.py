@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from shared import CallContext, Connector, Cost, Credentials, Principal, Resources
+from shared.access import config_properties
 
 from . import resources
 from .blocks import BLOCKS
 from .engine import engine_for, translate_any
-from .policy import ACCESS_MODES
 from .tools import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, TOOLS
 
 __version__ = "0.2.0"
@@ -103,21 +103,7 @@ CREDENTIALS_SCHEMA = {
 CONFIG_SCHEMA = {
     "type": "object",
     "properties": {
-        "access_mode": {
-            "type": "string",
-            "title": "Access mode",
-            "description": "What write tools may do. execute_sql is read-only in every mode.",
-            "enum": list(ACCESS_MODES),
-            "enumNames": ["Read only", "Read and add rows"],
-            "default": "onlyRead",
-        },
-        "table_rules": {
-            "type": "string",
-            "title": "Per-table access",
-            "description": 'JSON list of {"pattern": "<regex>", "mode": "onlyRead" | "readAndOnlyAdd"}; the first '
-            "pattern matching the table (or schema.table) wins.",
-            "contentMediaType": "application/json",
-        },
+        **config_properties("execute_sql", "insert_rows"),
         "hidden": {
             "type": "string",
             "title": "Hidden tables and columns",

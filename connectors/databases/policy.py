@@ -8,78 +8,30 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from shared import InvalidArguments, ReadOnlyViolation
+from shared import InvalidArguments
+from shared.access import AccessRules, compile_pattern, json_list
 
-ACCESS_MODES = ("onlyRead", "readAndOnlyAdd")
-_RANK = {"onlyRead": 0, "readAndOnlyAdd": 1}
 ColumnsOf = Callable[[str | None, str], Sequence[str]]
-
-
-def _patterns(text: Any, key: str) -> list[Any]:
-    if text in (None, ""):
-        return []
-    try:
-        value = json.loads(text) if isinstance(text, str) else text
-    except ValueError:
-        raise InvalidArguments(f"Config '{key}' must be JSON text. Ask the user to fix the source settings.") from None
-    if not isinstance(value, list):
-        raise InvalidArguments(f"Config '{key}' must be a JSON array. Ask the user to fix the source settings.")
-    return value
-
-
-def _compile(pattern: Any, key: str) -> re.Pattern[str]:
-    if not isinstance(pattern, str):
-        raise InvalidArguments(f"Config '{key}' holds a pattern that is not a string. Ask the user to fix it.")
-    try:
-        return re.compile(pattern, re.IGNORECASE)
-    except re.error:
-        raise InvalidArguments(f"Config '{key}' holds an invalid regular expression. Ask the user to fix it.") from None
 
 
 @dataclass(frozen=True)
 class Policy:
-    access_mode: str = "onlyRead"
-    table_rules: tuple[tuple[re.Pattern[str], str], ...] = ()
+    access: AccessRules = field(default_factory=AccessRules)
     hidden: tuple[re.Pattern[str], ...] = ()
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Policy:
-        mode = config.get("access_mode", "onlyRead")
-        if mode not in ACCESS_MODES:
-            raise InvalidArguments(f"Config 'access_mode' must be one of: {', '.join(ACCESS_MODES)}.")
-        rules = []
-        for rule in _patterns(config.get("table_rules"), "table_rules"):
-            if not isinstance(rule, dict) or rule.get("mode") not in ACCESS_MODES:
-                raise InvalidArguments(
-                    'Config \'table_rules\' is a JSON array of {"pattern": "<regex>", "mode": "onlyRead" or '
-                    '"readAndOnlyAdd"}. Ask the user to fix the source settings.'
-                )
-            rules.append((_compile(rule.get("pattern"), "table_rules"), str(rule["mode"])))
-        hidden = tuple(_compile(p, "hidden") for p in _patterns(config.get("hidden"), "hidden"))
-        return cls(access_mode=str(mode), table_rules=tuple(rules), hidden=hidden)
-
-    # -- access modes (spec 10.6: the first matching rule wins) -------------------------------
-    def mode_for(self, schema: str | None, table: str) -> str:
-        names = _names(schema, table)
-        for pattern, mode in self.table_rules:
-            if any(pattern.fullmatch(name) for name in names):
-                return mode
-        return self.access_mode
+        hidden = tuple(compile_pattern(p, "hidden") for p in json_list(config.get("hidden"), "hidden"))
+        return cls(access=AccessRules.from_config(config), hidden=hidden)
 
     def require(self, needed: str, schema: str | None, table: str) -> None:
-        mode = self.mode_for(schema, table)
-        if _RANK[mode] < _RANK[needed]:
-            qualified = f"{schema}.{table}" if schema else table
-            raise ReadOnlyViolation(
-                f"Writing to {qualified} needs access mode {needed}, and the source allows {mode} there. "
-                "Ask the user to change the source's access_mode or table_rules if this write is intended."
-            )
+        """Spec 10.6: refuse a write the table's access mode does not allow."""
+        self.access.require(needed, _names(schema, table))
 
     # -- hidden tables and columns ------------------------------------------------------------
     def table_hidden(self, schema: str | None, table: str) -> bool:
