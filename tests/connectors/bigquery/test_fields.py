@@ -1,0 +1,78 @@
+"""BigQuery schemas as ACP headers, flattened columns and load schemas; shard grouping."""
+
+from __future__ import annotations
+
+from connectors.bigquery.api import TableItem
+from connectors.bigquery.blocks import group_tables
+from connectors.bigquery.fields import flatten, header, load_schema
+
+NESTED = [
+    {"name": "event_date", "type": "STRING"},
+    {
+        "name": "event_params",
+        "type": "RECORD",
+        "mode": "REPEATED",
+        "fields": [
+            {"name": "key", "type": "STRING", "mode": "NULLABLE"},
+            {"name": "value", "type": "RECORD", "fields": [{"name": "int_value", "type": "INTEGER"}]},
+        ],
+    },
+]
+
+
+def test_headers_follow_the_issue_type_table() -> None:
+    cases = {
+        "INT64": "integer",
+        "INTEGER": "integer",
+        "NUMERIC": "number",
+        "BIGNUMERIC": "number",
+        "FLOAT64": "number",
+        "DATE": "date",
+        "TIMESTAMP": "datetime",
+        "DATETIME": "datetime",
+        "RECORD": "json",
+        "BYTES": "string",
+        "BOOL": "boolean",
+        "GEOGRAPHY": "string",
+    }
+    for bq_type, acp_type in cases.items():
+        assert header({"name": "c", "type": bq_type})["type"] == acp_type, bq_type
+    assert header({"name": "tags", "type": "STRING", "mode": "REPEATED"})["type"] == "json"
+    assert header({"name": "c", "type": "STRING", "description": "Why"})["description"] == "Why"
+
+
+def test_nested_records_are_flattened_as_a_dot_b() -> None:
+    assert flatten(NESTED) == [
+        {"name": "event_date", "type": "STRING"},
+        {"name": "event_params", "type": "RECORD", "mode": "REPEATED"},
+        {"name": "event_params.key", "type": "STRING"},
+        {"name": "event_params.value", "type": "RECORD"},
+        {"name": "event_params.value.int_value", "type": "INTEGER"},
+    ]
+
+
+def test_load_schema_from_host_headers() -> None:
+    schema = load_schema(
+        [{"name": "d", "type": "date"}, {"name": "n", "type": "number"}, {"name": "j", "type": "json"}]
+    )
+    assert [(f["name"], f["type"]) for f in schema] == [("d", "DATE"), ("n", "FLOAT"), ("j", "JSON")]
+
+
+def _items(*names: str) -> list[TableItem]:
+    return [TableItem(table_id=n, kind="TABLE", partitioning=None, clustering=None) for n in names]
+
+
+def test_date_shards_group_as_wildcards_with_the_latest_shard() -> None:
+    groups = group_tables(
+        _items("events_20260902", "events_20260901", "events_intraday_20260903", "events_intraday_20260904", "users")
+    )
+    by_name = {g.name: g for g in groups}
+    assert set(by_name) == {"events_*", "events_intraday_*", "users"}
+    assert by_name["events_*"].shards == ["events_20260901", "events_20260902"]
+    assert by_name["events_*"].latest == "events_20260902"
+    assert by_name["users"].shards == [] and by_name["users"].latest == "users"
+
+
+def test_a_single_shard_or_an_invalid_date_is_a_plain_table() -> None:
+    names = {g.name for g in group_tables(_items("backup_20260901", "log_20261399", "log_20261398"))}
+    assert names == {"backup_20260901", "log_20261399", "log_20261398"}
