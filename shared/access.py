@@ -76,7 +76,8 @@ class AccessRules:
         mode = config.get("access_mode", "onlyRead")
         if mode not in ACCESS_MODES:
             raise InvalidArguments(
-                f"Config 'access_mode' must be one of: {', '.join(ACCESS_MODES)}. Ask the user to fix the source settings."
+                f"Config 'access_mode' must be one of: {', '.join(ACCESS_MODES)}. "
+                "Ask the user to fix the source settings."
             )
         rules = []
         for rule in json_list(config.get("table_rules"), "table_rules"):
