@@ -180,13 +180,14 @@ def dry_run(settings: Settings, sql: str, *, default_dataset: str | None, labels
         timeout=HTTP_TIMEOUT_S,
         job_retry=None,
     )
-    stats = job.to_api_repr().get("statistics", {}).get("query", {})
+    # The client exposes no property for the estimate's accuracy; the job keeps the REST resource.
+    stats = job._properties.get("statistics", {}).get("query", {})
     return DryRun(
         total_bytes_processed=int(job.total_bytes_processed or 0),
         accuracy=str(stats.get("totalBytesProcessedAccuracy") or "UNKNOWN"),
         statement_type=str(job.statement_type or "UNKNOWN"),
         referenced_tables=[f"{t.project}.{t.dataset_id}.{t.table_id}" for t in job.referenced_tables],
-        schema=list(stats.get("schema", {}).get("fields", [])),
+        schema=[field.to_api_repr() for field in job.schema or []],
     )
 
 

@@ -117,8 +117,15 @@ class Preflight:
             )
         billed_usd = usd(self.estimated_bytes_billed, self.price_per_tib_usd)
         if billed_usd > self.allowance_usd:
+            if self.allowance_usd < self.limit_usd:
+                what, setting = (
+                    f"what is left of the session budget ({money(self.allowance_usd)})",
+                    "session_budget_usd",
+                )
+            else:
+                what, setting = f"the limit of {money(self.limit_usd)}", "the limit"
             raise CostLimitExceeded(
-                f"BigQuery bills at least 10 MB per table a query reads, about {money(billed_usd)} here, above the "
-                f"limit of {money(self.allowance_usd)}. Ask the user to raise the limit; narrowing will not help.",
+                f"BigQuery bills at least 10 MB per table a query reads, about {money(billed_usd)} here, above "
+                f"{what}. Ask the user to raise {setting}; narrowing will not help.",
                 self.data(),
             )

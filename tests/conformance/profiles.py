@@ -7,6 +7,7 @@ several kinds of source (database engines) lists one variant per kind.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import secrets
 import sqlite3
@@ -28,6 +29,7 @@ class Source:
     extraction_rows: int
     env: dict[str, str] = field(default_factory=dict)
     canary_credentials: tuple[dict[str, Any], ...] = ()  # invalid credentials carrying CANARY
+    limits: dict[str, Any] = field(default_factory=dict)  # system-channel limits the extraction needs (cost)
 
 
 # (folder, canary) -> a context manager that yields the source and cleans up after it
@@ -197,8 +199,49 @@ def _mysql(folder: Path, canary: str) -> Iterator[Source]:
         admin.close()
 
 
+# -- bigquery -------------------------------------------------------------------------------------
+BQ_PROJECT, BQ_DATASET = "acp-conformance", "analytics_42"
+BQ_QUERY = (
+    "SELECT event_date, event_name, user_pseudo_id FROM `events_*` "
+    "WHERE _TABLE_SUFFIX BETWEEN '20260901' AND '20260902' AND event_name = 'page_view'"
+)
+
+
+@contextlib.contextmanager
+def _bigquery(folder: Path, canary: str) -> Iterator[Source]:
+    import json
+
+    from fakes.bigquery import FakeBigQuery
+
+    with FakeBigQuery() as fake:
+        fake.add_project(BQ_PROJECT)
+        fake.add_ga4_export(BQ_PROJECT, BQ_DATASET, start=dt.date(2026, 9, 1), days=3, events_per_day=100)
+        rows = [r for day in ("20260901", "20260902") for r in fake.rows(BQ_PROJECT, BQ_DATASET, f"events_{day}")]
+        expected = sum(1 for r in rows if r["event_name"] == "page_view")
+        info = fake.oauth.service_account_info(BQ_PROJECT)
+        forged = {**info, "private_key": f"-----BEGIN PRIVATE KEY-----\n{canary}\n-----END PRIVATE KEY-----\n"}
+        yield Source(
+            credentials={"type": "service_account", "service_account": json.dumps(info)},
+            resource_id=f"{BQ_PROJECT}.{BQ_DATASET}",
+            extraction=("execute_query", {"query": BQ_QUERY}),
+            extraction_rows=expected,
+            env={
+                "ACP_BIGQUERY_ENDPOINT": fake.url,
+                "ACP_GOOGLE_TOKEN_URI": fake.oauth.token_uri,
+                "ACP_BIGQUERY_RETRY_S": "2",
+            },
+            canary_credentials=(
+                {"type": "service_account", "service_account": json.dumps(forged)},
+                {"type": "oauth", "access_token": canary},
+                {"type": "oauth", "refresh_token": canary, "client_id": "cid", "client_secret": canary},
+            ),
+            limits={"cost_limit_usd": 1},
+        )
+
+
 PROFILES: dict[str, Profile] = {
     "databases": Profile("databases", {"sqlite": _sqlite, "duckdb": _duckdb, "postgres": _postgres, "mysql": _mysql}),
+    "bigquery": Profile("bigquery", {"fake": _bigquery}),
 }
 
 

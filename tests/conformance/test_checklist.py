@@ -149,7 +149,8 @@ async def test_plain_mcp_client(connector: str, variant: str, conformance: Confo
 async def test_configuration_rules(connector: str, variant: str, conformance: ConformanceSource) -> None:
     source = conformance.source
     async with started(connector, conformance) as host:
-        effective = (await host.configure(credentials=source.credentials, row_limit=7))["effective"]
+        configured = await host.configure(credentials=source.credentials, row_limit=7, **source.limits)
+        effective = configured["effective"]
         assert effective["has_credentials"] is True and effective["row_limit"] == 7
         assert "credentials" not in effective  # only has_credentials (spec 5.1)
         with pytest.raises(Exception) as raised:
@@ -171,7 +172,7 @@ async def test_configuration_rules(connector: str, variant: str, conformance: Co
 @pytest.mark.parametrize(("connector", "variant"), cases())
 async def test_resources_and_autocontext(connector: str, variant: str, conformance: ConformanceSource) -> None:
     source = conformance.source
-    meta = {"credentials": source.credentials}
+    meta = {"credentials": source.credentials, **source.limits}
     async with started(connector, conformance) as host:
         cap = host.server_capability or {}
         for example in cap["resource_id"]["examples"]:
@@ -208,7 +209,7 @@ async def test_resources_and_autocontext(connector: str, variant: str, conforman
 async def test_three_part_results_and_errors(connector: str, variant: str, conformance: ConformanceSource) -> None:
     source = conformance.source
     tool, arguments = source.extraction
-    meta = {"credentials": source.credentials, "autocontext_delivered": True}
+    meta = {"credentials": source.credentials, "autocontext_delivered": True, **source.limits}
     async with started(connector, conformance) as host:
         result = await host.call(tool, {"resource_id": source.resource_id, **arguments}, meta)
         assert result.kind == "extraction" and not result.is_error
