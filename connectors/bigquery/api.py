@@ -471,18 +471,35 @@ def translate(exc: BaseException) -> AcpError | None:
         return None
     reason = error_reason(exc)
     message = error_message(exc)
+    # A failed job's reason decides first: the client maps several (stopped, timeout,
+    # bytesBilledLimitExceeded) to whatever HTTP class, even 200 or 500.
     if reason == "bytesBilledLimitExceeded":
         return CostLimitExceeded(
             f"BigQuery stopped the query at the byte limit derived from cost_limit_usd ({message}). Narrow the "
             "query (fewer columns, shorter date range, filter by partition) or ask the user to raise the limit.",
             {"reason": reason},
         )
+    if reason == "timeout":
+        return UpstreamError(
+            "The query ran longer than job_timeout_s and BigQuery stopped it. Narrow it (shorter date range, fewer "
+            "tables, pre-aggregate) or ask the user to raise job_timeout_s."
+        )
+    if reason == "stopped":
+        return UpstreamError("The BigQuery job was cancelled before it finished. Run it again if it is still needed.")
+    if reason in ("rateLimitExceeded", "quotaExceeded", "jobRateLimitExceeded") or isinstance(
+        exc, exceptions.TooManyRequests
+    ):
+        return UpstreamError(f"BigQuery is rate-limiting these requests ({message}). Wait a minute and try again.")
+    if reason in ("backendError", "internalError", "jobBackendError", "jobInternalError", "badGateway"):
+        return UpstreamError(f"BigQuery had an internal error ({message}). Try again in a moment.")
+    if reason in ("resourcesExceeded", "responseTooLarge"):
+        return InvalidArguments(
+            f"The query needs more resources than BigQuery allows ({message}). Aggregate or filter more."
+        )
     if isinstance(exc, exceptions.Unauthorized) or reason in ("authError", "invalidCredentials"):
         return CredentialsInvalid(
             "BigQuery rejected the credentials. Ask the user to reconnect the source (a new key or a new sign-in)."
         )
-    if reason in ("rateLimitExceeded", "quotaExceeded") or isinstance(exc, exceptions.TooManyRequests):
-        return UpstreamError(f"BigQuery is rate-limiting these requests ({message}). Wait a minute and try again.")
     if isinstance(exc, exceptions.Forbidden) or reason in ("accessDenied", "billingNotEnabled"):
         return CredentialsInvalid(
             f"BigQuery denied access ({message}). The account lacks a permission (for example BigQuery Data "
@@ -495,13 +512,7 @@ def translate(exc: BaseException) -> AcpError | None:
             "autocontext to list datasets and tables."
         )
     if reason in ("invalidQuery", "invalid") or isinstance(exc, exceptions.BadRequest):
-        if reason in ("resourcesExceeded", "responseTooLarge"):
-            return InvalidArguments(
-                f"The query needs more resources than BigQuery allows ({message}). Aggregate or filter more."
-            )
         return InvalidArguments(f"BigQuery refused the query: {message}. Fix the SQL and try again.")
-    if reason == "stopped":
-        return UpstreamError("The BigQuery job was cancelled before it finished. Run it again if it is still needed.")
     return UpstreamError(
         f"BigQuery failed ({type(exc).__name__}: {message}). Try again; if it keeps failing, simplify the request."
     )

@@ -216,6 +216,9 @@ class FakeBigQuery:
         # job.result(timeout=…) and loops on the call without sleeping, so a short hold keeps the
         # client from spinning while letting client-side timeouts fire within about a second.
         self.long_poll_s = 1.0
+        # Bytes a real job reads on top of what its dry run said: the table grew in between (streaming
+        # inserts do that), so only maximumBytesBilled can stop the job.
+        self.growth_bytes = 0
         self.http = FakeHttpServer()
         self.oauth = FakeGoogleOAuth(self.http)
         self.warehouse = DuckDBWarehouse()
@@ -689,7 +692,9 @@ class FakeBigQuery:
                     f"The fake BigQuery never modifies data: a {plan.statement_type} statement is refused "
                     "(only SELECT queries run)."
                 )
-            job.bytes_billed = billed_bytes(plan.total_bytes_processed, len(plan.referenced_tables))
+            job.bytes_billed = billed_bytes(
+                plan.total_bytes_processed + self.growth_bytes, len(plan.referenced_tables)
+            )
             if job.maximum_bytes_billed is not None and job.bytes_billed > job.maximum_bytes_billed:
                 self._fail_job(
                     job,

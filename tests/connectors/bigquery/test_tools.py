@@ -347,3 +347,23 @@ async def test_load_rows_is_all_or_nothing(bq_host, fake: FakeBigQuery, credenti
             "load_rows", {"resource_id": f"{PROJECT}.{DATASET}.events_*", "table_ref": "bad"}, adding
         )
         assert wildcard.error_name == "ACP_INVALID_ARGUMENTS"
+
+
+async def test_maximum_bytes_billed_stops_a_job_that_outgrew_its_dry_run(
+    bq_host, fake: FakeBigQuery, credentials
+) -> None:
+    """The second safety net (spec 9.2): BigQuery's bytesBilledLimitExceeded, raised by the client as a
+    500, is ACP_COST_LIMIT_EXCEEDED, and nothing was billed."""
+    sql = f"SELECT event_name FROM {EVENTS} WHERE _TABLE_SUFFIX = '20260901'"
+    limit = 0.001  # ~176 MB at $6.25/TiB: the dry run fits, the grown table does not
+    fake.growth_bytes = 10 * 2**30
+    try:
+        async with bq_host() as host:
+            result = await host.call("execute_query", {"query": sql}, meta(credentials, cost_limit_usd=limit))
+            job = fake.executed[-1]
+            assert job.outcome == "bytesBilledLimitExceeded" and job.total_bytes_billed == 0
+            assert result.error_name == "ACP_COST_LIMIT_EXCEEDED"
+            assert result.error["data"]["maximum_bytes_billed"] == job.maximum_bytes_billed == int(limit / 6.25 * TIB)
+            assert "Narrow the query" in result.error["message"]
+    finally:
+        fake.growth_bytes = 0
