@@ -4,8 +4,8 @@
 
 Each benchmark runs in its own interpreter (``sys.executable``), one after the other, so
 that one's threads and memory do not disturb the next. ``--extract`` adds the 1M-row extraction
-benchmark (``db_extract.py --repeat 1``, about 2 minutes, needs PostgreSQL and MariaDB); it is off
-by default so that the run stays short.
+benchmarks (``db_extract.py`` and ``bq_extract.py``, ``--repeat 1``, about 4 minutes; the first
+needs PostgreSQL and MariaDB); they are off by default so that the run stays short.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-importtime", action="store_true", help="skip the connector's import profile")
     parser.add_argument(
-        "--extract", action="store_true", help="also run db_extract.py --repeat 1 (1M rows per engine, ~2 min)"
+        "--extract", action="store_true", help="also run db_extract.py and bq_extract.py, --repeat 1 (~4 min)"
     )
     args = parser.parse_args(argv)
     startup = ["--runs", str(args.runs)] + ([] if args.no_importtime else ["--importtime"])
@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if args.extract:
         codes.append(run("db_extract.py", "--repeat", "1"))
+        codes.append(run("bq_extract.py", "--repeat", "1"))
     return max(codes)
 
 

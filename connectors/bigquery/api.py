@@ -31,6 +31,8 @@ from shared import (
 from shared.http import is_loopback
 from shared.redaction import redact
 
+from .fields import row_decoder
+
 SCOPES = ("https://www.googleapis.com/auth/bigquery",)
 ENDPOINT_ENV = "ACP_BIGQUERY_ENDPOINT"
 RETRY_ENV = "ACP_BIGQUERY_RETRY_S"
@@ -187,7 +189,7 @@ def dry_run(settings: Settings, sql: str, *, default_dataset: str | None, labels
         accuracy=str(stats.get("totalBytesProcessedAccuracy") or "UNKNOWN"),
         statement_type=str(job.statement_type or "UNKNOWN"),
         referenced_tables=[f"{t.project}.{t.dataset_id}.{t.table_id}" for t in job.referenced_tables],
-        schema=[field.to_api_repr() for field in job.schema or []],
+        schema=[column.to_api_repr() for column in job.schema or []],
     )
 
 
@@ -243,10 +245,13 @@ def run_query(
     if job.error_result:
         raise _job_error(job)
     rows = job.result(page_size=page_size, retry=policy, timeout=HTTP_TIMEOUT_S, job_retry=None)
-    on_schema([field.to_api_repr() for field in rows.schema])
+    fields = [column.to_api_repr() for column in rows.schema]
+    on_schema(fields)
+    decode = row_decoder(fields)
     seen = 0
     for page in rows.pages:
-        values = [row.values() for row in page]
+        # The page's REST body, decoded in one pass; iterating the page would build a Row per row.
+        values = decode(page.raw_page.get("rows", []))
         seen += len(values)
         if not on_page(values, seen, int(rows.total_rows or seen)):
             break

@@ -76,3 +76,64 @@ def test_date_shards_group_as_wildcards_with_the_latest_shard() -> None:
 def test_a_single_shard_or_an_invalid_date_is_a_plain_table() -> None:
     names = {g.name for g in group_tables(_items("backup_20260901", "log_20261399", "log_20261398"))}
     assert names == {"backup_20260901", "log_20261399", "log_20261398"}
+
+
+def test_rest_rows_decode_to_python_values() -> None:
+    import datetime as dt
+    from decimal import Decimal
+
+    from connectors.bigquery.fields import row_decoder
+
+    fields = [
+        {"name": "n", "type": "INTEGER"},
+        {"name": "x", "type": "FLOAT"},
+        {"name": "p", "type": "NUMERIC"},
+        {"name": "b", "type": "BOOLEAN"},
+        {"name": "d", "type": "DATE"},
+        {"name": "ts", "type": "TIMESTAMP"},
+        {"name": "local", "type": "DATETIME"},
+        {"name": "raw", "type": "BYTES"},
+        {"name": "tags", "type": "STRING", "mode": "REPEATED"},
+        {
+            "name": "rec",
+            "type": "RECORD",
+            "fields": [{"name": "k", "type": "INTEGER"}, {"name": "s", "type": "STRING"}],
+        },
+        {"name": "recs", "type": "RECORD", "mode": "REPEATED", "fields": [{"name": "v", "type": "FLOAT"}]},
+        {"name": "j", "type": "JSON"},
+    ]
+    row = {
+        "f": [
+            {"v": "-9007199254740993"},
+            {"v": "Infinity"},
+            {"v": "12345678901234567890.123456789"},
+            {"v": "false"},
+            {"v": "2026-09-01"},
+            {"v": "1788220800000001"},
+            {"v": "2026-09-01T10:11:12.5"},
+            {"v": "AAEC"},
+            {"v": [{"v": "a"}, {"v": "b"}]},
+            {"v": {"f": [{"v": "7"}, {"v": None}]}},
+            {"v": [{"v": {"f": [{"v": "1.5"}]}}]},
+            {"v": '{"a": [1, 2]}'},
+        ]
+    }
+    nulls = {"f": [{"v": None}] * len(fields)}
+    decoded, empty = row_decoder(fields)([row, nulls])
+    assert decoded == (
+        -9007199254740993,
+        float("inf"),
+        Decimal("12345678901234567890.123456789"),
+        False,
+        dt.date(2026, 9, 1),
+        dt.datetime(2026, 9, 1, 0, 0, 0, 1, tzinfo=dt.UTC),
+        dt.datetime(2026, 9, 1, 10, 11, 12, 500000),
+        "AAEC",
+        ["a", "b"],
+        {"k": 7, "s": None},
+        [{"v": 1.5}],
+        {"a": [1, 2]},
+    )
+    assert empty == (None,) * len(fields)
+    seconds = row_decoder([{"name": "ts", "type": "TIMESTAMP"}])([{"f": [{"v": "1.5E9"}]}])
+    assert seconds == [(dt.datetime(2017, 7, 14, 2, 40, tzinfo=dt.UTC),)]
