@@ -692,9 +692,7 @@ class FakeBigQuery:
                     f"The fake BigQuery never modifies data: a {plan.statement_type} statement is refused "
                     "(only SELECT queries run)."
                 )
-            job.bytes_billed = billed_bytes(
-                plan.total_bytes_processed + self.growth_bytes, len(plan.referenced_tables)
-            )
+            job.bytes_billed = billed_bytes(plan.total_bytes_processed + self.growth_bytes, len(plan.referenced_tables))
             if job.maximum_bytes_billed is not None and job.bytes_billed > job.maximum_bytes_billed:
                 self._fail_job(
                     job,
