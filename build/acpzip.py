@@ -385,11 +385,11 @@ def _sbom(
 def write_zip(folder: Path, out: Path, prefix: str, epoch: int) -> None:
     """Deterministic zip: sorted entries, one timestamp, fixed permissions, deflate, never zip64."""
     stamp = time.gmtime(epoch)[:6]
-    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    files = sorted((p.relative_to(folder).as_posix(), p) for p in folder.rglob("*") if p.is_file())
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, allowZip64=False) as zf:
-        for path in files:
-            info = zipfile.ZipInfo(f"{prefix}/{path.relative_to(folder).as_posix()}", date_time=stamp)
+        for relative, path in files:
+            info = zipfile.ZipInfo(f"{prefix}/{relative}", date_time=stamp)
             info.create_system = 3  # Unix, so the permissions below are read
             info.external_attr = (stat.S_IFREG | 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import urllib.request
@@ -215,8 +216,12 @@ class AcpHost:
         transport = manifest["transport"]
         if transport.get("type") != "stdio":
             raise ValueError("only stdio transports can be launched from a folder")
-        command = [transport["command"], *transport.get("args", [])]
-        return cls(command, cwd=root, **kwargs)
+        program = transport["command"]
+        search_path = (kwargs.get("env") or {}).get("PATH")
+        if search_path and os.sep not in program:
+            # The program is looked up on the PATH the server is given, as a host's shell would.
+            program = shutil.which(program, path=search_path) or program
+        return cls([program, *transport.get("args", [])], cwd=root, **kwargs)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> AcpHost:

@@ -30,7 +30,7 @@ import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = [
     "ID_PATTERN",
@@ -133,8 +133,8 @@ def _has_zip64_end_record(path: Path) -> bool:
     return at >= 20 and tail[at - 20 : at - 16] == _ZIP64_LOCATOR
 
 
-def _has_zip64_extra(info: zipfile.ZipInfo) -> bool:
-    extra, offset = info.extra, 0
+def _has_zip64_extra(extra: bytes) -> bool:
+    offset = 0
     while offset + 4 <= len(extra):
         header_id = int.from_bytes(extra[offset : offset + 2], "little")
         length = int.from_bytes(extra[offset + 2 : offset + 4], "little")
@@ -142,6 +142,18 @@ def _has_zip64_extra(info: zipfile.ZipInfo) -> bool:
             return True
         offset += 4 + length
     return False
+
+
+def _local_extra(handle: BinaryIO, info: zipfile.ZipInfo) -> bytes:
+    """The extra field of an entry's local header, which may say zip64 when the central directory does not."""
+    handle.seek(info.header_offset)
+    header = handle.read(30)
+    if len(header) < 30 or header[:4] != b"PK\x03\x04":
+        raise InstallError(f"entry {info.filename!r} has no valid local header; the zip is damaged")
+    name_length = int.from_bytes(header[26:28], "little")
+    extra_length = int.from_bytes(header[28:30], "little")
+    handle.seek(info.header_offset + 30 + name_length)
+    return handle.read(extra_length)
 
 
 def _is_symlink(info: zipfile.ZipInfo) -> bool:
@@ -155,7 +167,7 @@ def inspect_zip(path: str | os.PathLike[str]) -> Manifest:
         raise InstallError(f"{archive.name} is not a zip file")
     if _has_zip64_end_record(archive):
         raise InstallError(f"{archive.name} is a zip64 archive; spec 13.1.1 admits only plain zips (stored or deflate)")
-    with zipfile.ZipFile(archive) as zf:
+    with archive.open("rb") as raw, zipfile.ZipFile(raw) as zf:
         infos = zf.infolist()
         if len(infos) > MAX_ENTRIES:
             raise InstallError(f"{archive.name} has {len(infos)} entries (limit {MAX_ENTRIES})")
@@ -166,7 +178,7 @@ def inspect_zip(path: str | os.PathLike[str]) -> Manifest:
             entry = _entry_path(info)
             if info.flag_bits & 0x1:
                 raise InstallError(f"entry {info.filename!r} is encrypted; spec 13.1.1 refuses encrypted zips")
-            if _has_zip64_extra(info):
+            if _has_zip64_extra(info.extra) or _has_zip64_extra(_local_extra(raw, info)):
                 raise InstallError(f"entry {info.filename!r} uses zip64; spec 13.1.1 admits only plain zips")
             if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
                 raise InstallError(

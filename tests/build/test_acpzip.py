@@ -1,0 +1,442 @@
+"""build/acpzip.py: every connector's zip builds reproducibly, passes verify, and really serves from its folder."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import zipfile
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from acpzip_support import load_acpzip
+from bigquery_support import DATASET, PROJECT, bq_env, meta, service_account
+from discovery import connector_ids
+from fakes.bigquery import FakeBigQuery
+
+from shared.host import AcpHost
+from shared.install import discover, install
+
+ROOT = Path(__file__).resolve().parents[2]
+CONNECTORS = connector_ids()
+MB = 1024 * 1024
+
+
+def entries(archive: Path) -> list[zipfile.ZipInfo]:
+    with zipfile.ZipFile(archive) as zf:
+        return zf.infolist()
+
+
+def names(archive: Path) -> list[str]:
+    return [info.filename for info in entries(archive)]
+
+
+def read(archive: Path, name: str) -> str:
+    with zipfile.ZipFile(archive) as zf:
+        return zf.read(name).decode("utf-8")
+
+
+def host_env() -> dict[str, str]:
+    """What a host passes: PATH, with no PYTHONPATH, so the folder runs on what it carries."""
+    return {"PATH": os.environ["PATH"], "PYTHONPATH": ""}
+
+
+# -- the build --------------------------------------------------------------------------------
+
+
+def test_every_connector_is_built_under_its_versioned_name(
+    built: dict[str, Path], acpzip: ModuleType, python_version: str
+) -> None:
+    assert sorted(built) == CONNECTORS  # found by acp.json: a new connector is built without any change
+    tag = acpzip.host_platform().tag
+    for connector_id, archive in built.items():
+        version = json.loads((ROOT / "connectors" / connector_id / "acp.json").read_text())["version"]
+        assert archive.name == f"{connector_id}-{version}-cp{python_version.replace('.', '')}-{tag}.zip"
+        assert {name.split("/")[0] for name in names(archive)} == {connector_id}  # one folder <id>/
+
+
+def test_a_second_build_is_byte_identical(
+    built: dict[str, Path], acpzip: ModuleType, python_version: str, tmp_path: Path
+) -> None:
+    target = acpzip.host_platform()
+    for connector_id, first in built.items():
+        second = acpzip.build(connector_id, python_version, target, tmp_path)
+        assert second.read_bytes() == first.read_bytes(), f"{connector_id}: the rebuild differs"
+
+
+def test_source_date_epoch_fixes_every_timestamp(acpzip: ModuleType, python_version: str, tmp_path: Path) -> None:
+    os.environ["SOURCE_DATE_EPOCH"] = "1767225600"  # 2026-01-01T00:00:00Z
+    try:
+        archive = acpzip.build("bigquery", python_version, acpzip.host_platform(), tmp_path)
+    finally:
+        del os.environ["SOURCE_DATE_EPOCH"]
+    assert {info.date_time for info in entries(archive)} == {(2026, 1, 1, 0, 0, 0)}
+    sbom = json.loads(read(archive, "bigquery/sbom.cdx.json"))
+    assert sbom["metadata"]["timestamp"] == "2026-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("connector_id", CONNECTORS)
+def test_zip_layout_follows_spec_13(built: dict[str, Path], acpzip: ModuleType, connector_id: str) -> None:
+    archive = built[connector_id]
+    assert acpzip.check_contents(archive) == []
+    infos = entries(archive)
+    listed = [info.filename for info in infos]
+    assert listed == sorted(listed)
+    assert all(info.compress_type == zipfile.ZIP_DEFLATED and not info.flag_bits & 0x1 for info in infos)
+    assert {info.external_attr >> 16 for info in infos} == {0o100644}
+    assert len({info.date_time for info in infos}) == 1
+    root = f"{connector_id}/"
+    manifest = json.loads(read(archive, root + "acp.json"))
+    source = json.loads((ROOT / "connectors" / connector_id / "acp.json").read_text())
+    assert manifest["transport"] == {"type": "stdio", "command": "python3", "args": ["launch.py"]}
+    assert manifest["http"]["args"][:2] == ["launch.py", "--http"]
+    assert manifest["http"]["args"][2:] == source["http"]["args"][source["http"]["args"].index("--http") + 1 :]
+    for key in ("acp_version", "id", "name", "version", "publisher", "description", "icon"):
+        assert manifest[key] == source[key]
+    # The connector's own code, the core, its skills; never another connector, tests or bytecode.
+    assert f"{root}lib/connectors/{connector_id}/__init__.py" in listed
+    assert f"{root}lib/shared/server.py" in listed
+    assert f"{root}lib/shared/install.py" in listed
+    others = [c for c in CONNECTORS if c != connector_id]
+    assert not [n for n in listed if any(n.startswith(f"{root}lib/connectors/{o}/") for o in others)]
+    assert not [n for n in listed if "__pycache__" in n or n.endswith(".pyc") or "/tests/" in n]
+    assert not [n for n in listed if n.startswith(f"{root}lib/bin/")]
+    assert not [n for n in listed if re.search(r"\.dist-info/(RECORD|INSTALLER|REQUESTED|direct_url\.json)$", n)]
+    skills = sorted(p.parent.name for p in (ROOT / "connectors" / connector_id / "skills").glob("*/SKILL.md"))
+    assert [n for n in listed if n.endswith("/SKILL.md")] == [f"{root}skills/{s}/SKILL.md" for s in skills]
+
+
+@pytest.mark.parametrize("connector_id", CONNECTORS)
+def test_no_build_path_or_secret_location_leaks_into_the_zip(built: dict[str, Path], connector_id: str) -> None:
+    needles = [str(ROOT).encode(), str(Path.home()).encode() + b"/.cache", b"/tmp/acpzip-"]
+    with zipfile.ZipFile(built[connector_id]) as zf:
+        leaks = [i.filename for i in zf.infolist() if any(n in zf.read(i) for n in needles)]
+    assert leaks == []
+
+
+def duckdb_share(archive: Path) -> int:
+    return sum(i.compress_size for i in entries(archive) if re.search(r"/lib/(_duckdb|duckdb)", i.filename))
+
+
+@pytest.mark.parametrize("connector_id", CONNECTORS)
+def test_zips_stay_under_the_25_mb_cap_except_for_duckdb(built: dict[str, Path], connector_id: str) -> None:
+    """Only what the connector imports is vendored. DuckDB's engine (about 25 MB compressed) is the one
+    documented exception: the databases zip may exceed the cap by DuckDB's own share, no more."""
+    archive = built[connector_id]
+    size = archive.stat().st_size
+    assert size - duckdb_share(archive) <= 25 * MB, f"{archive.name}: {size / MB:.1f} MiB"
+    if connector_id == "databases":
+        assert duckdb_share(archive) > 10 * MB  # the exception is DuckDB's engine, not something else
+
+
+def test_bigquery_leaves_grpc_out(built: dict[str, Path]) -> None:
+    listed = names(built["bigquery"])
+    assert not [n for n in listed if n.startswith(("bigquery/lib/grpc", "bigquery/lib/grpcio"))]
+    assert "grpcio" in read(built["bigquery"], "bigquery/THIRD_PARTY_NOTICES.md")  # said out loud
+    assert any(n.startswith("bigquery/lib/google/cloud/bigquery/") for n in listed)
+
+
+def lock_pins(connector_id: str) -> dict[str, str]:
+    text = (ROOT / "build" / "locks" / f"{connector_id}.txt").read_text()
+    return {
+        m.group(1).lower().replace("_", "-"): m.group(2)
+        for m in re.finditer(r"^([A-Za-z0-9_.-]+)==([^\s;\\]+)", text, re.M)
+    }
+
+
+@pytest.mark.parametrize("connector_id", CONNECTORS)
+def test_notices_and_sbom_name_every_vendored_package(built: dict[str, Path], connector_id: str) -> None:
+    archive = built[connector_id]
+    listed = names(archive)
+    vendored = {
+        m.group(1).lower().replace("_", "-"): m.group(2)
+        for n in listed
+        if (m := re.match(rf"{connector_id}/lib/([^/]+?)-([^-/]+)\.dist-info/METADATA$", n))
+    }
+    assert vendored, "no vendored package found"
+    pins = lock_pins(connector_id)
+    assert all(pins[name] == version for name, version in vendored.items())  # installed exactly as locked
+    notices = read(archive, f"{connector_id}/THIRD_PARTY_NOTICES.md")
+    sbom = json.loads(read(archive, f"{connector_id}/sbom.cdx.json"))
+    assert sbom["bomFormat"] == "CycloneDX" and sbom["metadata"]["component"]["name"] == connector_id
+    in_sbom = {c["name"].lower().replace("_", "-"): c["version"] for c in sbom["components"]}
+    assert in_sbom == vendored
+    for name, version in vendored.items():
+        assert re.search(rf"(?im)^## {re.escape(name)} {re.escape(version)}$", notices.replace("_", "-")), name
+    for path in re.findall(r"Licence text: `([^`]+)`", notices):
+        assert f"{connector_id}/{path}" in listed
+    assert f"{connector_id}/LICENSE" in listed
+
+
+def test_databases_notices_carry_the_lgpl_and_the_bundled_libpq(built: dict[str, Path]) -> None:
+    notices = read(built["databases"], "databases/THIRD_PARTY_NOTICES.md")
+    section = notices.split("## psycopg-binary", 1)[1].split("\n## ", 1)[0]
+    assert "LGPL-3.0" in section and "may be replaced" in section
+    assert re.search(r"Bundled shared libraries: .*libpq", section)
+    assert re.search(r"Bundled shared libraries: .*libssl", section)
+
+
+def test_check_contents_catches_what_must_not_ship(built: dict[str, Path], acpzip: ModuleType, tmp_path: Path) -> None:
+    tampered = tmp_path / "tampered.zip"
+    with zipfile.ZipFile(built["bigquery"]) as source, zipfile.ZipFile(tampered, "w") as out:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "bigquery/acp.json":
+                manifest = json.loads(data)
+                data = json.dumps({**manifest, "tools": ["execute_query"], "icon": "../icon.svg"}).encode()
+            out.writestr(info, data)
+        out.writestr("bigquery/lib/shared/__pycache__/server.cpython-311.pyc", b"\x00")
+        out.writestr("bigquery/lib/bin/uvicorn", "#!/home/builder/.venv/bin/python\n")
+        out.writestr("bigquery/lib/six-1.17.0.dist-info/RECORD", "six.py,,\n")
+        out.writestr("bigquery/skills/Bad_Name/SKILL.md", "---\nname: Bad_Name\n---\n")
+    problems = "\n".join(acpzip.check_contents(tampered))
+    for expected in (
+        "fields outside spec 13.2: tools",
+        "icon '../icon.svg' must be",
+        "no __pycache__",
+        "compiled bytecode",
+        "build-machine shebangs",
+        "installer records",
+        "skill folder 'Bad_Name'",
+        "needs name: Bad_Name and a description",
+    ):
+        assert expected in problems
+
+
+# -- verify, and the folder really serving -----------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("connector_id", CONNECTORS)
+async def test_verify_installs_and_starts_each_zip_as_a_host_does(
+    built: dict[str, Path], acpzip: ModuleType, connector_id: str
+) -> None:
+    assert "PYTHONDONTWRITEBYTECODE" not in acpzip._python_env(None, ROOT)  # bytecode is really written
+    verified = await acpzip.verify(built[connector_id], sys.executable)
+    assert verified.manifest.id == connector_id
+    module = __import__(f"connectors.{connector_id}", fromlist=["CONNECTOR"])
+    declared = {tool.name for tool in module.CONNECTOR.tools}
+    assert declared | {"autocontext", "autocontext_data"} == set(verified.tools)
+
+
+def test_verify_command_reports_each_zip(built: dict[str, Path], tmp_path: Path) -> None:
+    broken = tmp_path / "broken.zip"
+    with zipfile.ZipFile(broken, "w") as zf:
+        zf.writestr("x/acp.json", json.dumps({"id": "x", "name": "X"}))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "build/acpzip.py",
+            "verify",
+            str(built["bigquery"]),
+            str(broken),
+            "--python-exe",
+            sys.executable,
+        ],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+    )
+    assert result.returncode == 1
+    assert re.search(r"ok   .*bigquery-.*: bigquery \S+, [\d.]+ MB, \d+ tools, first start", result.stdout)
+    assert "FAIL" in result.stderr and "acp.json lacks" in result.stderr
+
+
+async def installed(archive: Path, tmp_path: Path) -> Path:
+    servers = tmp_path / "servers"
+    runtime = {"cache_dir": tmp_path / "cache", "tmp_dir": tmp_path / "tmp"}
+    for directory in runtime.values():
+        directory.mkdir(exist_ok=True)
+    server = await install(archive, servers, env=host_env(), **runtime)
+    assert discover(servers)[server.manifest.id].folder == server.folder
+    return server.folder
+
+
+@pytest.mark.anyio
+async def test_the_bigquery_zip_queries_with_its_vendored_clients(built: dict[str, Path], tmp_path: Path) -> None:
+    """The unpacked folder signs a service-account JWT, dry-runs and runs a query against the fake."""
+    folder = await installed(built["bigquery"], tmp_path)
+    with FakeBigQuery() as fake:
+        fake.add_project(PROJECT)
+        shards = fake.add_ga4_export(PROJECT, DATASET, start=dt.date(2026, 9, 1), days=2, events_per_day=50)
+        env = {**host_env(), **bq_env(fake, tmp_path)}
+        async with AcpHost.for_folder(folder, env=env) as host:
+            sql = f"SELECT event_name, COUNT(*) AS n FROM `{PROJECT}.{DATASET}.events_*` GROUP BY 1 ORDER BY 1"
+            result = await host.call("execute_query", {"query": sql}, meta(service_account(fake)))
+        assert result.kind == "extraction", result.error
+        expected = Counter(row["event_name"] for shard in shards for row in fake.rows(PROJECT, DATASET, shard))
+        assert {r["event_name"]: r["n"] for r in result.rows()} == expected
+        assert len(fake.dry_runs) >= 1 and len(fake.executed) >= 1
+
+
+@pytest.mark.anyio
+async def test_the_databases_zip_reads_sqlite_duckdb_and_postgresql(built: dict[str, Path], tmp_path: Path) -> None:
+    import duckdb
+    import psycopg
+
+    folder = await installed(built["databases"], tmp_path)
+    lite = tmp_path / "shop.sqlite"
+    with sqlite3.connect(lite) as db:
+        db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)")
+        db.executemany("INSERT INTO orders (total) VALUES (?)", [(i * 1.5,) for i in range(1, 41)])
+    duck = tmp_path / "shop.duckdb"
+    with duckdb.connect(str(duck)) as db:
+        db.execute("CREATE TABLE visits AS SELECT range AS id, range % 7 AS day FROM range(100)")
+    # (credentials, resource_id, sql, expected rows)
+    checks: list[tuple[dict[str, Any], str, str, list[dict[str, Any]]]] = [
+        (
+            {"type": "sqlite", "path": str(lite)},
+            "shop",
+            "SELECT COUNT(*) AS n, SUM(total) AS s FROM orders",
+            [{"n": 40, "s": 1230.0}],
+        ),
+        ({"type": "duckdb", "path": str(duck)}, "shop", "SELECT COUNT(*) AS n FROM visits WHERE day = 3", [{"n": 14}]),
+    ]
+    try:
+        psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", connect_timeout=3).close()
+        checks.append(
+            (
+                {"type": "postgres", "host": "127.0.0.1", "port": 5432, "user": "postgres", "database": "postgres"},
+                "postgres",
+                "SELECT 40 + 2 AS answer, current_database() AS db",
+                [{"answer": 42, "db": "postgres"}],
+            )
+        )
+    except psycopg.OperationalError:
+        if os.environ.get("ACP_REQUIRE_SERVICES") == "1":
+            pytest.fail("PostgreSQL does not answer on 127.0.0.1:5432 (ACP_REQUIRE_SERVICES=1)")
+    env = {**host_env(), "ACP_CACHE_DIR": str(tmp_path / "cache"), "ACP_TMP_DIR": str(tmp_path / "tmp")}
+    async with AcpHost.for_folder(folder, env=env) as host:
+        for credentials, resource_id, sql, expected in checks:
+            call_meta = {"credentials": credentials, "autocontext_delivered": True}
+            result = await host.call("execute_sql", {"resource_id": resource_id, "sql": sql}, call_meta)
+            assert result.kind == "extraction", (credentials["type"], result.error)
+            assert result.rows() == expected, credentials["type"]
+
+
+def unpacked(archive: Path, tmp_path: Path) -> Path:
+    with zipfile.ZipFile(archive) as zf:
+        zf.extractall(tmp_path / "unpacked")
+    return tmp_path / "unpacked" / archive.name.split("-")[0]
+
+
+def launch(folder: Path, python: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [python, "launch.py"],
+        cwd=folder,
+        check=False,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ["PATH"], **env},
+    )
+
+
+def test_the_launcher_refuses_another_python_with_a_clear_message(built: dict[str, Path], tmp_path: Path) -> None:
+    folder = unpacked(built["bigquery"], tmp_path)
+    script = folder / "launch.py"
+    script.write_text(re.sub(r"(?m)^PYTHON = .*$", "PYTHON = (3, 99)", script.read_text()))
+    result = launch(folder, sys.executable)
+    assert result.returncode == 2
+    assert "built for CPython 3.99" in result.stderr and sys.executable in result.stderr
+    assert "Install the zip built for this Python" in result.stderr
+    assert not list(folder.rglob("__pycache__"))
+
+
+def test_without_a_cache_folder_no_bytecode_is_written(built: dict[str, Path], tmp_path: Path) -> None:
+    folder = unpacked(built["databases"], tmp_path)
+    result = launch(folder, sys.executable)  # stdin closes at once: the server starts and exits
+    assert result.returncode == 0, result.stderr
+    assert not list(folder.rglob("__pycache__")) and not list(folder.rglob("*.pyc"))
+
+
+def test_packages_of_the_host_python_do_not_leak_in(built: dict[str, Path], tmp_path: Path) -> None:
+    """The launcher drops site-packages: a module only the test venv has cannot be imported from the folder."""
+    folder = unpacked(built["bigquery"], tmp_path)
+    probe = folder / "probe_path.py"  # runs the launcher's path setup, then reports
+    probe.write_text(
+        "import runpy, sys\n"
+        "sys.argv = ['launch.py']\n"
+        "import importlib.util\n"
+        "spec = importlib.util.spec_from_file_location('launch', 'launch.py')\n"
+        "launch = importlib.util.module_from_spec(spec); spec.loader.exec_module(launch)\n"
+        "runpy.run_module = lambda *a, **k: None\n"
+        "launch.main()\n"
+        "import importlib\n"
+        "print(importlib.util.find_spec('pytest') is None, importlib.util.find_spec('pydantic').origin)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "probe_path.py"], cwd=folder, check=False, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    no_pytest, pydantic_origin = result.stdout.split()
+    assert no_pytest == "True" and pydantic_origin.startswith(str(folder.resolve() / "lib"))
+
+
+# -- other Pythons and platforms ---------------------------------------------------------------
+
+
+# A real 3.12 interpreter, not a pyenv shim (a shim picks its version from the name it is run by).
+OTHER_PYTHON = next(iter(sorted(Path("/root/.pyenv/versions").glob("3.12*/bin/python3.12"))), None) or shutil.which(
+    "python3.12"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_zip_for_another_python_runs_on_that_python(acpzip: ModuleType, tmp_path: Path) -> None:
+    if OTHER_PYTHON is None:
+        if os.environ.get("ACP_REQUIRE_SERVICES") == "1":
+            pytest.fail("CI machines have Python 3.12 (pyenv); this test must run there")
+        pytest.skip("no Python 3.12 on this machine")
+    archive = acpzip.build("bigquery", "3.12", acpzip.host_platform(), tmp_path)
+    assert "-cp312-" in archive.name
+    verified = await acpzip.verify(archive, str(OTHER_PYTHON))
+    assert "execute_query" in verified.tools
+    refused = launch(unpacked(archive, tmp_path), sys.executable)  # this session's Python is not 3.12
+    assert refused.returncode == 2 and "built for CPython 3.12" in refused.stderr
+
+
+CROSS = {
+    "manylinux_2_28_aarch64": (r"\.cpython-3\d+-aarch64-linux-gnu\.so$", "python3"),
+    "macosx_12_0_arm64": (r"\.cpython-3\d+-darwin\.so$", "python3"),
+    "win_amd64": (r"\.cp3\d+-win_amd64\.pyd$", "python"),
+    "manylinux_2_28_x86_64": (r"\.cpython-3\d+-x86_64-linux-gnu\.so$", "python3"),
+}
+
+
+# This machine's own platform is built and verified above.
+OTHER_PLATFORMS = [tag for tag in sorted(CROSS) if tag != load_acpzip().host_platform().tag]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tag", OTHER_PLATFORMS)
+def test_other_platforms_resolve_and_build(acpzip: ModuleType, tag: str, tmp_path: Path) -> None:
+    """The release workflow's other targets: their wheels resolve from the locks and the zips pass the checks."""
+    extension, command = CROSS[tag]
+    for connector_id in CONNECTORS:
+        archive = acpzip.build(connector_id, "3.11", acpzip.PLATFORMS[tag], tmp_path)
+        assert archive.name.endswith(f"-cp311-{tag}.zip")
+        assert acpzip.check_contents(archive) == []
+        listed = names(archive)
+        compiled = [n for n in listed if re.search(r"\.(so|pyd)$", n) and "/lib/pydantic_core/" in n]
+        assert compiled and all(re.search(extension, n) for n in compiled), compiled
+        manifest = json.loads(read(archive, f"{connector_id}/acp.json"))
+        assert manifest["transport"]["command"] == command
+        launcher = read(archive, f"{connector_id}/launch.py")
+        assert f"PLATFORM = {tag!r}" in launcher
+        if tag == "win_amd64":
+            assert any("/lib/pywin32" in n or "/lib/win32" in n for n in listed)  # a Windows-only dependency
+        assert archive.stat().st_size - duckdb_share(archive) <= 25 * MB
