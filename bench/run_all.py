@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         run("call_overhead.py", "--calls", str(args.calls)),
         run("model_size.py"),
         run("http_load.py", "--seconds", f"{args.load_seconds:g}"),
+        run("zip_start.py", "--runs", str(args.runs)),
     ]
     if args.extract:
         codes.append(run("db_extract.py", "--repeat", "1"))
