@@ -244,7 +244,6 @@ def _normalize_vendored(lib: Path) -> None:
         elif path.is_file() and (
             path.suffix in FORBIDDEN_SUFFIXES
             or (path.parent.name.endswith(".dist-info") and path.name in DIST_INFO_DROPPED)
-            or relative.parts[0] in {".lock"}
         ):
             path.unlink()
 

@@ -440,3 +440,33 @@ def test_other_platforms_resolve_and_build(acpzip: ModuleType, tag: str, tmp_pat
         if tag == "win_amd64":
             assert any("/lib/pywin32" in n or "/lib/win32" in n for n in listed)  # a Windows-only dependency
         assert archive.stat().st_size - duckdb_share(archive) <= 25 * MB
+
+
+# -- the locks ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("connector_id", CONNECTORS)
+def test_each_lock_satisfies_pyproject_and_leaves_out_only_what_it_says(connector_id: str) -> None:
+    """A dependency changed in pyproject.toml without `acpzip.py lock` fails here, not in a release."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    pins = lock_pins(connector_id)
+    excluded = project["tool"]["acpzip"].get("exclude", {}).get(connector_id, [])
+    for line in project["project"]["dependencies"] + project["project"]["optional-dependencies"][connector_id]:
+        requirement = Requirement(line)
+        name = requirement.name.lower().replace("_", "-")
+        assert name in pins, f"{name} is missing from build/locks/{connector_id}.txt: run acpzip.py lock"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (
+            f"{name}=={pins[name]} in the lock does not satisfy {requirement.specifier}: run acpzip.py lock"
+        )
+    assert not set(excluded) & set(pins)
+    assert all(
+        "--hash=sha256:" in block for block in re.split(r"\n(?=[a-z0-9])", lock_text(connector_id)) if "==" in block
+    )
+
+
+def lock_text(connector_id: str) -> str:
+    return (ROOT / "build" / "locks" / f"{connector_id}.txt").read_text()
