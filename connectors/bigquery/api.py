@@ -451,6 +451,11 @@ def error_message(exc: BaseException) -> str:
 
 def translate(exc: BaseException) -> AcpError | None:
     """Foreign exceptions of the Google libraries as ACP errors (the connector's single place)."""
+    if isinstance(exc, ImportError):  # the server runs without its extra: every later import would fail too
+        return UpstreamError(
+            f"The BigQuery client library is not installed on this server ({exc.name or exc}). "
+            "Ask the administrator to run: pip install 'acp-connectors[bigquery]'"
+        )
     from google.api_core import exceptions
 
     auth = google_auth.translate(exc)

@@ -168,3 +168,18 @@ async def test_no_credential_reaches_output_logs_caches_or_files(bq_host, fake: 
             seen.append(path.read_text("utf-8", errors="replace"))
     blob = "\n".join(seen)
     assert blob and all(secret not in blob for secret in secrets)
+
+
+async def test_a_server_without_the_bigquery_extra_says_how_to_install_it(
+    bq_host, fake: FakeBigQuery, credentials, tmp_path: Path
+) -> None:
+    """A regular ``google`` package first on the path hides the installed Google libraries, as a missing extra would."""
+    (tmp_path / "stub" / "google").mkdir(parents=True)
+    (tmp_path / "stub" / "google" / "__init__.py").write_text("")
+    async with bq_host(env={"PYTHONPATH": str(tmp_path / "stub")}) as host:
+        result = await host.call("execute_query", {"query": "SELECT 1 AS one"}, meta(credentials))
+        assert result.error_name == "ACP_UPSTREAM_ERROR"
+        assert "pip install 'acp-connectors[bigquery]'" in result.error["message"]
+        assert (await host.call("validate_query", {"query": "SELECT 1"}, meta(credentials))).error_name == (
+            "ACP_UPSTREAM_ERROR"
+        )  # and the server keeps serving
