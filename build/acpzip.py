@@ -72,14 +72,19 @@ class Platform:
     machines: tuple[str, ...]
     python_command: str
     environ: tuple[tuple[str, str], ...] = ()
+    glibc: tuple[int, int] | None = None
 
 
 PLATFORMS = {
     p.tag: p
     for p in (
         # glibc 2.28+ (Debian 10, Ubuntu 20.04, RHEL 8 and later)
-        Platform("manylinux_2_28_x86_64", "x86_64-manylinux_2_28", "linux", ("x86_64", "amd64"), "python3"),
-        Platform("manylinux_2_28_aarch64", "aarch64-manylinux_2_28", "linux", ("aarch64", "arm64"), "python3"),
+        Platform(
+            "manylinux_2_28_x86_64", "x86_64-manylinux_2_28", "linux", ("x86_64", "amd64"), "python3", glibc=(2, 28)
+        ),
+        Platform(
+            "manylinux_2_28_aarch64", "aarch64-manylinux_2_28", "linux", ("aarch64", "arm64"), "python3", glibc=(2, 28)
+        ),
         Platform(
             "macosx_12_0_arm64",
             "aarch64-apple-darwin",
@@ -264,6 +269,7 @@ def _launcher(connector_id: str, python: str, target: Platform) -> str:
         "PLATFORM": target.tag,
         "SYS_PLATFORM": target.sys_platform,
         "MACHINES": target.machines,
+        "GLIBC": target.glibc,
     }
     lines = LAUNCHER.read_text("utf-8").splitlines(keepends=True)
     for index, line in enumerate(lines):

@@ -8,12 +8,13 @@ import os
 import site
 import sys
 
-# build/acpzip.py rewrites these five lines for each zip.
+# build/acpzip.py rewrites these six lines for each zip.
 CONNECTOR_ID = "databases"
 PYTHON = (3, 11)  # the vendored compiled wheels are built for this CPython minor version
 PLATFORM = "manylinux_2_28_x86_64"
 SYS_PLATFORM = "linux"
 MACHINES = ("x86_64", "amd64")
+GLIBC = (2, 28)  # the oldest glibc the manylinux wheels load on; None off Linux
 
 
 def _refuse(problem: str) -> None:
@@ -35,8 +36,13 @@ def main() -> None:
         _refuse("this Python cannot load the connector's compiled dependencies.")
     if sys.platform != SYS_PLATFORM or platform.machine().lower() not in MACHINES:
         _refuse(f"this machine ({sys.platform}, {platform.machine()}) is not the one the zip was built for.")
-    if SYS_PLATFORM == "linux" and platform.libc_ver()[0] != "glibc":
-        _refuse("this Linux does not use glibc; the vendored manylinux wheels need it (musl is not supported).")
+    if GLIBC is not None:
+        libc, version = platform.libc_ver()
+        if libc != "glibc":
+            _refuse("this Linux does not use glibc; the vendored manylinux wheels need it (musl is not supported).")
+        found = tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
+        if found < GLIBC:
+            _refuse(f"this Linux has glibc {version}; the vendored wheels need glibc {GLIBC[0]}.{GLIBC[1]} or newer.")
 
     here = os.path.dirname(os.path.realpath(__file__))
     # Only the vendored folder and the standard library: packages installed in the host's Python

@@ -355,6 +355,15 @@ def test_the_launcher_refuses_another_python_with_a_clear_message(built: dict[st
     assert not list(folder.rglob("__pycache__"))
 
 
+def test_the_launcher_refuses_a_glibc_older_than_the_wheels_need(built: dict[str, Path], tmp_path: Path) -> None:
+    folder = unpacked(built["bigquery"], tmp_path)
+    script = folder / "launch.py"
+    assert re.search(r"(?m)^GLIBC = \(2, 28\)$", script.read_text())
+    script.write_text(re.sub(r"(?m)^GLIBC = .*$", "GLIBC = (9, 99)", script.read_text()))
+    result = launch(folder, sys.executable)
+    assert result.returncode == 2 and "need glibc 9.99 or newer" in result.stderr
+
+
 def test_without_a_cache_folder_no_bytecode_is_written(built: dict[str, Path], tmp_path: Path) -> None:
     folder = unpacked(built["databases"], tmp_path)
     result = launch(folder, sys.executable)  # stdin closes at once: the server starts and exits
@@ -437,6 +446,7 @@ def test_other_platforms_resolve_and_build(acpzip: ModuleType, tag: str, tmp_pat
         assert manifest["transport"]["command"] == command
         launcher = read(archive, f"{connector_id}/launch.py")
         assert f"PLATFORM = {tag!r}" in launcher
+        assert ("GLIBC = (2, 28)" if tag.startswith("manylinux") else "GLIBC = None") in launcher
         if tag == "win_amd64":
             assert any("/lib/pywin32" in n or "/lib/win32" in n for n in listed)  # a Windows-only dependency
         assert archive.stat().st_size - duckdb_share(archive) <= 25 * MB
