@@ -104,3 +104,13 @@ class AccessRules:
                 f"Writing to {names[-1]} needs access mode {needed}, and the source allows {mode} there. "
                 "Ask the user to change the source's access_mode or table_rules if this write is intended."
             )
+
+
+def require_known_columns(names: Sequence[str], existing: Sequence[str], target: str) -> None:
+    """A write into an existing table may not bring columns it lacks: say which, and which it has."""
+    unknown = [name for name in names if name not in set(existing)]
+    if unknown:
+        raise InvalidArguments(
+            f"The host table has column(s) {', '.join(unknown)} that {target} does not have. Its columns: "
+            f"{', '.join(existing)}. Rename or drop them in the host table first."
+        )

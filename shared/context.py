@@ -45,6 +45,14 @@ class HostTableData:
     headers: list[Header]
     rows: list[JsonObject]
 
+    @property
+    def columns(self) -> list[Header]:
+        """The declared headers; without any, string columns named by the rows' keys in first-seen order."""
+        if self.headers:
+            return list(self.headers)
+        names = dict.fromkeys(key for row in self.rows for key in row)
+        return [{"name": name, "type": "string"} for name in names]
+
 
 class CallContext:
     """Per-call view of the session: the only object connector code talks to."""

@@ -25,7 +25,7 @@ from shared import (
     TableData,
     Tool,
 )
-from shared.access import AccessRules
+from shared.access import AccessRules, require_known_columns
 from shared.sql import date_literals
 
 from . import api
@@ -329,9 +329,7 @@ async def load_rows(arguments: dict[str, Any], ctx: CallContext) -> Info:
         raise InvalidArguments(f"{ref.id} is a wildcard; load_rows writes one table. Name it in resource_id.")
     AccessRules.from_config(ctx.config).require("readAndOnlyAdd", [table, f"{dataset}.{table}", ref.id])
     source = await ctx.read_table(str(arguments["table_ref"]))
-    columns = list(source.headers) or [
-        {"name": name, "type": "string"} for name in dict.fromkeys(k for row in source.rows for k in row)
-    ]
+    columns = source.columns
     names = [c["name"] for c in columns]
     settings = api_settings(ctx, project)
     job_id = f"acp_{uuid.uuid4().hex}"
@@ -341,13 +339,8 @@ async def load_rows(arguments: dict[str, Any], ctx: CallContext) -> Info:
         exists = api.table_exists(settings, project, dataset, table)
         schema = None
         if exists:
-            existing = {f["name"] for f in api.get_table(settings, project, dataset, table).schema}
-            unknown = [n for n in names if n not in existing]
-            if unknown:
-                raise InvalidArguments(
-                    f"The host table has column(s) {', '.join(unknown)} that {ref.id} does not have. Its columns: "
-                    f"{', '.join(sorted(existing))}. Rename or drop them in the host table first."
-                )
+            existing = sorted({f["name"] for f in api.get_table(settings, project, dataset, table).schema})
+            require_known_columns(names, existing, ref.id)
         else:
             schema = load_schema(columns)
         rows = [{n: row.get(n) for n in names} for row in source.rows]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from shared import CallContext, Extraction, Info, InvalidArguments, Tool
+from shared.access import require_known_columns
 
 from .access import locate, with_connection
 from .blocks import policy_of
@@ -109,9 +110,7 @@ async def insert_rows(arguments: dict[str, Any], ctx: CallContext) -> Info:
         raise InvalidArguments(f"{ref.id} is hidden by the source configuration; it cannot be written either.")
     policy.require("readAndOnlyAdd", location.schema, table)
     source = await ctx.read_table(str(arguments["table_ref"]))
-    headers = list(source.headers)
-    if not headers:
-        headers = [{"name": name, "type": "string"} for name in dict.fromkeys(k for row in source.rows for k in row)]
+    headers = source.columns
     names = [h["name"] for h in headers]
     hidden = [n for n in names if policy.column_hidden(location.schema, table, n)]
     if hidden:
@@ -120,12 +119,7 @@ async def insert_rows(arguments: dict[str, Any], ctx: CallContext) -> Info:
     def write(conn: Connection) -> tuple[int, bool]:
         existing = [c.name for c in conn.columns(location.schema, table)] if _exists(conn, location, table) else None
         if existing is not None:
-            unknown = [n for n in names if n not in existing]
-            if unknown:
-                raise InvalidArguments(
-                    f"The host table has column(s) {', '.join(unknown)} that {ref.id} does not have. Its columns: "
-                    f"{', '.join(existing)}. Rename or drop them in the host table first."
-                )
+            require_known_columns(names, existing, ref.id)
         rows = ([row.get(n) for n in names] for row in source.rows)
         return conn.insert(location.schema, table, headers, rows, create=existing is None)
 

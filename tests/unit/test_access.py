@@ -7,7 +7,7 @@ import json
 import pytest
 
 from shared import InvalidArguments, ReadOnlyViolation
-from shared.access import AccessRules, compile_pattern, config_properties, json_list
+from shared.access import AccessRules, compile_pattern, config_properties, json_list, require_known_columns
 
 
 def test_default_is_read_only_and_refuses_writes_with_a_way_forward() -> None:
@@ -62,3 +62,11 @@ def test_helpers_and_schema_properties() -> None:
     assert props["access_mode"]["default"] == "onlyRead"
     assert "run_query is read-only" in props["access_mode"]["description"]
     assert props["table_rules"]["contentMediaType"] == "application/json"
+
+
+def test_require_known_columns_names_the_extra_columns_and_the_existing_ones() -> None:
+    require_known_columns(["a", "b"], ["b", "a", "c"], "db.t")  # a subset passes
+    with pytest.raises(InvalidArguments) as caught:
+        require_known_columns(["a", "x", "y"], ["a", "b"], "db.t")
+    message = str(caught.value)
+    assert "column(s) x, y that db.t does not have" in message and "Its columns: a, b." in message

@@ -342,7 +342,9 @@ async def test_load_rows_is_all_or_nothing(bq_host, fake: FakeBigQuery, credenti
         unknown = await host.call(
             "load_rows", {"resource_id": f"{PROJECT}.scratch2.counts", "table_ref": "extra"}, adding
         )
-        assert unknown.error_name == "ACP_INVALID_ARGUMENTS" and "m" in unknown.error["message"]
+        assert unknown.error_name == "ACP_INVALID_ARGUMENTS"
+        assert "column(s) m that" in unknown.error["message"] and "Its columns: n." in unknown.error["message"]
+        assert fake.rows(PROJECT, "scratch2", "counts") == [{"n": 1}]
         wildcard = await host.call(
             "load_rows", {"resource_id": f"{PROJECT}.{DATASET}.events_*", "table_ref": "bad"}, adding
         )
