@@ -435,6 +435,7 @@ def build(connector_id: str, python: str, target: Platform, out_dir: Path) -> Pa
         write_zip(folder, out_dir / name, connector_id, epoch)
     problems = check_contents(out_dir / name)
     if problems:
+        (out_dir / name).unlink()  # a zip that breaks the rules is never left in dist/
         fail(f"{name}: " + "; ".join(problems))
     return out_dir / name
 
@@ -617,6 +618,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         python = args.python or f"{sys.version_info[0]}.{sys.version_info[1]}"
         if not re.fullmatch(r"3\.\d{1,2}", python):
             fail(f"--python takes a CPython minor version such as 3.12, not {python!r}")
+        supported = build_settings().get("pythons", [])
+        if supported and tuple(map(int, python.split("."))) < min(tuple(map(int, v.split("."))) for v in supported):
+            fail(f"the locks are resolved for Python {min(supported)} and later; --python {python} is older")
         for connector_id in args.ids or connector_ids():
             out = build(connector_id, python, target, Path(args.out))
             print(f"{out}  {out.stat().st_size / 1e6:.1f} MB")

@@ -480,3 +480,29 @@ def test_each_lock_satisfies_pyproject_and_leaves_out_only_what_it_says(connecto
 
 def lock_text(connector_id: str) -> str:
     return (ROOT / "build" / "locks" / f"{connector_id}.txt").read_text()
+
+
+# -- the command line's bad input ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["build", "nosuch"], "no connector 'nosuch'; known: "),
+        (["build", "--python", "three"], "--python takes a CPython minor version such as 3.12"),
+        (["build", "--python", "3.9"], "the locks are resolved for Python 3.11 and later"),
+        (["build", "--platform", "solaris"], "invalid choice: 'solaris'"),
+        (["verify"], "the following arguments are required: zips"),
+    ],
+)
+def test_bad_command_lines_say_what_is_wrong(args: list[str], message: str, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "build/acpzip.py", *args, *(["--out", str(tmp_path)] if args[0] == "build" else [])],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing half-built is left behind
