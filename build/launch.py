@@ -47,7 +47,12 @@ def main() -> None:
     here = os.path.dirname(os.path.realpath(__file__))
     # Only the vendored folder and the standard library: packages installed in the host's Python
     # (site-packages, user site) must neither shadow nor fill in for what the zip carries.
-    site_dirs = {os.path.realpath(p) for p in [*site.getsitepackages(), site.getusersitepackages()]}
+    # (On Windows getsitepackages() also lists the installation folder itself: only *-packages folders go.)
+    site_dirs = {
+        os.path.realpath(p)
+        for p in [*site.getsitepackages(), site.getusersitepackages()]
+        if os.path.basename(os.path.normpath(p)).lower() in ("site-packages", "dist-packages")
+    }
     sys.path[:] = [os.path.join(here, "lib")] + [
         p for p in sys.path if p and os.path.realpath(p) not in site_dirs and os.path.realpath(p) != here
     ]
