@@ -549,7 +549,9 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, int, int]]:
 
 def _python_env(python: str | None, work: Path) -> dict[str, str]:
     """The environment a host gives the server; ``python`` becomes the python3/python on its PATH."""
-    env = {key: os.environ[key] for key in ("PATH", "SYSTEMROOT", "HOME") if key in os.environ}
+    from mcp.client.stdio import get_default_environment
+
+    env = get_default_environment()  # what the SDK lets a server inherit; PYTHON* variables are not among them
     if python:
         bin_dir = work / "bin"
         bin_dir.mkdir()

@@ -34,8 +34,9 @@ def main() -> None:
 
     if sys.implementation.name != "cpython" or sys.version_info[:2] != PYTHON:
         _refuse("this Python cannot load the connector's compiled dependencies.")
-    if sys.platform != SYS_PLATFORM or platform.machine().lower() not in MACHINES:
-        _refuse(f"this machine ({sys.platform}, {platform.machine()}) is not the one the zip was built for.")
+    machine = platform.machine().lower()  # empty when the OS does not say: then only the OS is checked
+    if sys.platform != SYS_PLATFORM or (machine and machine not in MACHINES):
+        _refuse(f"this machine ({sys.platform}, {machine or 'unknown CPU'}) is not the one the zip was built for.")
     if GLIBC is not None:
         libc, version = platform.libc_ver()
         if libc != "glibc":

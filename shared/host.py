@@ -23,7 +23,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict
 
@@ -245,7 +245,11 @@ class AcpHost:
     async def _open_stdio(self, stack: contextlib.AsyncExitStack) -> Any:
         self.stderr_path = Path(self._tmp.name) / "server-stderr.log"
         errlog = stack.enter_context(self.stderr_path.open("w", encoding="utf-8"))
-        env = {k: v for k, v in os.environ.items() if k in ("PATH", "SYSTEMROOT", "HOME", "PYTHONPATH")}
+        # The SDK's list of variables safe to inherit (on Windows Python needs several of them, e.g.
+        # PROCESSOR_ARCHITECTURE for platform.machine()), plus PYTHONPATH for development runs.
+        env = get_default_environment()
+        if "PYTHONPATH" in os.environ:
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         env.update(self.env)
         params = StdioServerParameters(
             command=self.command[0], args=self.command[1:], env=env, cwd=str(self.cwd) if self.cwd else None

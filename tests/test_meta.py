@@ -45,3 +45,21 @@ def test_every_environment_variable_and_flag_is_documented() -> None:
     cli = (ROOT / "shared" / "cli.py").read_text("utf-8")
     for flag in re.findall(r'add_argument\(\s*"(--[a-z-]+)"', cli):
         assert f"`{flag}" in readme, f"{flag} is missing from README.md"
+
+
+def test_every_test_file_is_collected() -> None:
+    """pytest silently skips some folder names (its default norecursedirs holds ``build``): none may be lost."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    collected = {line.split("::", 1)[0] for line in result.stdout.splitlines() if "::" in line}
+    on_disk = {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")}
+    assert on_disk - collected == set()
