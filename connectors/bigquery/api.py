@@ -231,19 +231,7 @@ def run_query(
         timeout=HTTP_TIMEOUT_S,
         job_retry=None,
     )
-    pause = 0.05
-    while job.state != "DONE":
-        if cancelled.is_set():
-            cancel(settings, job_id, job.location)
-            raise JobCancelled
-        if time.monotonic() > deadline:
-            cancel(settings, job_id, job.location)
-            raise JobTimedOut
-        time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
-        pause = min(pause * 1.6, 1.0)
-        job.reload(retry=policy, timeout=HTTP_TIMEOUT_S)
-    if job.error_result:
-        raise _job_error(job)
+    _wait(settings, job, deadline, cancelled, policy)
     rows = job.result(page_size=page_size, retry=policy, timeout=HTTP_TIMEOUT_S, job_retry=None)
     fields = [column.to_api_repr() for column in rows.schema]
     on_schema(fields)
@@ -263,6 +251,24 @@ def run_query(
         cache_hit=bool(job.cache_hit),
         total_rows=int(rows.total_rows or seen),
     )
+
+
+def _wait(settings: Settings, job: Any, deadline: float, cancelled: threading.Event, policy: Any) -> None:
+    """Poll a job until it is done (backing off to 1 s), cancelling it at the source if the call is
+    cancelled or the deadline passes; a failed job raises its own error."""
+    pause = 0.05
+    while job.state != "DONE":
+        if cancelled.is_set():
+            cancel(settings, job.job_id, job.location)
+            raise JobCancelled
+        if time.monotonic() > deadline:
+            cancel(settings, job.job_id, job.location)
+            raise JobTimedOut
+        time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+        pause = min(pause * 1.6, 1.0)
+        job.reload(retry=policy, timeout=HTTP_TIMEOUT_S)
+    if job.error_result:
+        raise _job_error(job)
 
 
 def cancel(settings: Settings, job_id: str, location: str | None) -> None:
@@ -405,21 +411,7 @@ def load_rows(
     job = bq.load_table_from_json(
         list(rows), destination, job_config=config, job_id=job_id, location=settings.location, timeout=HTTP_TIMEOUT_S
     )
-    deadline = time.monotonic() + job_timeout_s
-    pause = 0.05
-    policy = retry(settings.environ)
-    while job.state != "DONE":
-        if cancelled.is_set():
-            cancel(settings, job_id, job.location)
-            raise JobCancelled
-        if time.monotonic() > deadline:
-            cancel(settings, job_id, job.location)
-            raise JobTimedOut
-        time.sleep(pause)
-        pause = min(pause * 1.6, 1.0)
-        job.reload(retry=policy, timeout=HTTP_TIMEOUT_S)
-    if job.error_result:
-        raise _job_error(job)
+    _wait(settings, job, time.monotonic() + job_timeout_s, cancelled, retry(settings.environ))
     return int(job.output_rows or 0)
 
 
