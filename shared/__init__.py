@@ -17,6 +17,7 @@ from .declaration import (
     ResourceRef,
     Resources,
     Tool,
+    table_ref_input,
 )
 from .errors import (
     AcpError,
@@ -75,4 +76,5 @@ __all__ = [
     "Tool",
     "UnknownBlock",
     "UpstreamError",
+    "table_ref_input",
 ]

@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from .errors import AcpError
-from .protocol import AutocontextDelivery, CostModel, JsonObject, JsonValue, ResourceSummary
+from .protocol import (
+    INPUT_ANNOTATION,
+    INPUT_TABLE_REF,
+    AutocontextDelivery,
+    CostModel,
+    JsonObject,
+    JsonValue,
+    ResourceSummary,
+)
 
 if TYPE_CHECKING:
     from .context import CallContext
@@ -151,6 +159,15 @@ class Tool:
     destructive: bool = False
     idempotent: bool | None = None
     validation_schema: JsonObject | None = None  # only the core's reserved tools need it
+
+
+def table_ref_input(description: str = "Id of a host dataset or report. The host resolves the rows.") -> JsonObject:
+    """The input schema of a tool that reads one host table (spec 8.8): a required ``table_ref``
+    the host resolves through ``acp/read_table``; the rows never travel in the arguments."""
+    return {
+        "properties": {"table_ref": {"type": "string", INPUT_ANNOTATION: INPUT_TABLE_REF, "description": description}},
+        "required": ["table_ref"],
+    }
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from shared import (
     ResourceRef,
     TableData,
     Tool,
+    table_ref_input,
 )
 from shared.access import AccessRules, require_known_columns
 from shared.sql import date_literals
@@ -445,16 +446,7 @@ LOAD_ROWS = Tool(
     read_only=False,
     destructive=False,
     idempotent=False,
-    input_schema={
-        "properties": {
-            "table_ref": {
-                "type": "string",
-                "x-acp-input": "table_ref",
-                "description": "Id of a host dataset or report. The host resolves the rows.",
-            }
-        },
-        "required": ["table_ref"],
-    },
+    input_schema=table_ref_input(),
 )
 
 TOOLS = (EXECUTE_QUERY, VALIDATE_QUERY, GET_TABLE, LOAD_ROWS)

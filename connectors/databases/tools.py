@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from shared import CallContext, Extraction, Info, InvalidArguments, Tool
+from shared import CallContext, Extraction, Info, InvalidArguments, Tool, table_ref_input
 from shared.access import require_known_columns
 
 from .access import locate, with_connection
@@ -186,16 +186,7 @@ INSERT_ROWS = Tool(
     read_only=False,
     destructive=False,
     idempotent=False,
-    input_schema={
-        "properties": {
-            "table_ref": {
-                "type": "string",
-                "x-acp-input": "table_ref",
-                "description": "Id of a host dataset or report. The host resolves the rows.",
-            }
-        },
-        "required": ["table_ref"],
-    },
+    input_schema=table_ref_input(),
 )
 
 TOOLS = (EXECUTE_SQL, DESCRIBE_TABLE, INSERT_ROWS)
