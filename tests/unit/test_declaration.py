@@ -12,5 +12,5 @@ def test_table_ref_input_declares_one_required_host_table_argument() -> None:
         "required": ["table_ref"],
     }
     first, second = table_ref_input(), table_ref_input()
-    assert first == second and first is not second  # each tool gets its own dict: the core closes it in place
+    assert first == second and first is not second  # a fresh dict per tool: no declaration shares mutable state
     assert "host" in first["properties"]["table_ref"]["description"]
