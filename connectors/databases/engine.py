@@ -9,6 +9,7 @@ engine whose extra is not installed says what to install only when it is used.
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
@@ -190,6 +191,30 @@ class Engine(ABC):
         if len(parts) == 3:
             return Location(parts[0], None, parts[2])  # database.<schema>.table: the schema is the database
         return Location(parts[0], None, parts[1] if len(parts) > 1 else None)
+
+
+def database_name(path: str) -> str:
+    """The resource name of a database file: its stem (``shop.sqlite`` → ``shop``)."""
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def validate_path(path: str) -> None:
+    if not os.path.isabs(path):
+        raise CredentialsInvalid(
+            "The database credentials need an absolute file path. Ask the user to fix the source credentials."
+        )
+
+
+class FileEngine(Engine):
+    """An engine whose credentials name a database file (SQLite, DuckDB): the file is the principal."""
+
+    def identify(self, credentials: dict[str, Any]) -> Principal:
+        path = str(credentials["path"])
+        validate_path(path)
+        return Principal(identity=f"{self.name}:{os.path.realpath(path)}")
+
+    def default_database(self, credentials: dict[str, Any]) -> str:
+        return database_name(str(credentials["path"]))
 
 
 _ENGINES: dict[str, Engine] = {}

@@ -44,7 +44,6 @@ from shared import (
     CredentialsInvalid,
     Header,
     InvalidArguments,
-    Principal,
     ReadOnlyViolation,
     ResourceNotFound,
     TableWriter,
@@ -53,7 +52,16 @@ from shared import (
 from shared.protocol import ColumnType
 from shared.sql import SEVERAL_STATEMENTS
 
-from .engine import ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
+from .engine import (
+    ColumnInfo,
+    Connection,
+    FileEngine,
+    ForeignKey,
+    QueryOutcome,
+    TableInfo,
+    database_name,
+    validate_path,
+)
 
 # File and network readers, metadata readers of files, functions with side effects (checkpoints,
 # sequences, logging, profiling, secrets), and functions that read a table named by a string or
@@ -112,18 +120,6 @@ _FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".json", ".jsonl", ".ndjso
 
 class TimeBudgetExceeded(Exception):
     """A query ran past its time budget (statement timeout or a block's budget)."""
-
-
-def database_name(path: str) -> str:
-    """The resource name of a database file: its stem (``warehouse.duckdb`` → ``warehouse``)."""
-    return Path(path).stem
-
-
-def validate_path(path: str) -> None:
-    if not os.path.isabs(path):
-        raise CredentialsInvalid(
-            "The database credentials need an absolute file path. Ask the user to fix the source credentials."
-        )
 
 
 def quote(identifier: str) -> str:
@@ -637,21 +633,13 @@ def _open_error(exc: duckdb.Error) -> AcpError:
     )
 
 
-class DuckdbEngine(Engine):
+class DuckdbEngine(FileEngine):
     name = "duckdb"
     title = "DuckDB"
     dialect = "duckdb"
     has_schemas = True
     text_types = ("char", "text", "string", "enum")
     forbidden_functions = FORBIDDEN_FUNCTIONS
-
-    def identify(self, credentials: dict[str, Any]) -> Principal:
-        path = str(credentials["path"])
-        validate_path(path)
-        return Principal(identity=f"duckdb:{os.path.realpath(path)}")
-
-    def default_database(self, credentials: dict[str, Any]) -> str:
-        return database_name(str(credentials["path"]))
 
     def connect(self, credentials: dict[str, Any], database: str | None, write: bool = False) -> Connection:
         return Database(str(credentials["path"]), write=write)

@@ -30,7 +30,6 @@ from shared import (
     CredentialsInvalid,
     Header,
     InvalidArguments,
-    Principal,
     ReadOnlyViolation,
     ResourceNotFound,
     TableWriter,
@@ -38,7 +37,16 @@ from shared import (
 )
 from shared.sql import SEVERAL_STATEMENTS
 
-from .engine import ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
+from .engine import (
+    ColumnInfo,
+    Connection,
+    FileEngine,
+    ForeignKey,
+    QueryOutcome,
+    TableInfo,
+    database_name,
+    validate_path,
+)
 
 FORBIDDEN_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
 _READ_ACTIONS = frozenset(
@@ -87,18 +95,6 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None,
         if name in _DESCRIBING_PRAGMAS or (name in _QUERY_PRAGMAS and arg2 is None):
             return sqlite3.SQLITE_OK
     return sqlite3.SQLITE_DENY
-
-
-def database_name(path: str) -> str:
-    """The resource name of a database file: its stem (``shop.sqlite`` → ``shop``)."""
-    return Path(path).stem
-
-
-def validate_path(path: str) -> None:
-    if not os.path.isabs(path):
-        raise CredentialsInvalid(
-            "The database credentials need an absolute file path. Ask the user to fix the source credentials."
-        )
 
 
 def quote(identifier: str) -> str:
@@ -338,20 +334,12 @@ def opened(path: str, cancelled: threading.Event | None = None) -> Iterator[Data
         database.close()
 
 
-class SqliteEngine(Engine):
+class SqliteEngine(FileEngine):
     name = "sqlite"
     title = "SQLite"
     dialect = "sqlite"
     has_schemas = False
     forbidden_functions = FORBIDDEN_FUNCTIONS
-
-    def identify(self, credentials: dict[str, Any]) -> Principal:
-        path = str(credentials["path"])
-        validate_path(path)
-        return Principal(identity=f"sqlite:{os.path.realpath(path)}")
-
-    def default_database(self, credentials: dict[str, Any]) -> str:
-        return database_name(str(credentials["path"]))
 
     def connect(self, credentials: dict[str, Any], database: str | None, write: bool = False) -> Connection:
         return Database(str(credentials["path"]), write=write)
