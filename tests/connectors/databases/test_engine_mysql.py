@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import importlib.util
 import json
 import os
 import secrets
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,6 +24,7 @@ from typing import Any
 import anyio
 import pymysql
 import pytest
+from loader import load_file
 
 from connectors.databases import engine_mysql
 from connectors.databases.engine_mysql import ENGINE, check_mysql_specifics
@@ -34,20 +33,8 @@ from shared.host import AcpHost, HostTable, ToolResponse, uri_path
 from shared.tablefiles import TableFiles
 from shared.tables import SampleBudget, TableWriter
 
-
-def _load_mysql_server() -> Any:
-    """``mysql_server.py`` next to this file (test folders are not packages)."""
-    name = "acp_tests_databases_mysql_server"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("mysql_server.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-mysql_server = _load_mysql_server()
+# The server helper next to this file (test folders are not packages).
+mysql_server = load_file(Path(__file__).with_name("mysql_server.py"), "acp_tests_databases_mysql_server")
 mysql_database = mysql_server.mysql_database  # the module-scoped fixture
 
 RO = ("ACP_READ_ONLY_VIOLATION", -32019)

@@ -11,10 +11,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime as dt
-import importlib.util
 import json
 import secrets
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -25,23 +23,12 @@ from typing import Any
 
 import anyio
 import pytest
+from loader import load_file
 
 from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostTable, ToolResponse, uri_path
 
-
-def _load_pg_server() -> Any:
-    """``pg_server.py`` next to this file (test folders are not packages)."""
-    name = "acp_tests_databases_pg_server"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("pg_server.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-pg_server = _load_pg_server()
+# The server helper next to this file (test folders are not packages).
+pg_server = load_file(Path(__file__).with_name("pg_server.py"), "acp_tests_databases_pg_server")
 pg_database = pg_server.pg_database  # the module-scoped fixture
 
 pytestmark = pytest.mark.anyio
