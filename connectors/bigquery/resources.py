@@ -26,10 +26,12 @@ _DATASETS_LISTED = 200
 def normalize(text: str, credentials: dict[str, Any] | None = None) -> ResourceRef:
     cleaned = text.strip().replace("`", "").replace("/", ".")
     if ":" in cleaned:
-        before, _, after = cleaned.partition(":")
+        before, _, after = cleaned.rpartition(":")
         head, *rest = after.split(".")
-        # "example.com:project…" is a domain-scoped project; "project:dataset.table" the legacy form.
-        parts = [f"{before}:{head}", *rest] if "." in before else [before, head, *rest]
+        # "example.com:project…" is a domain-scoped project; "project:dataset.table" the legacy form,
+        # also of a domain-scoped project ("example.com:project:dataset.table"), hence the last colon.
+        domain_scoped = "." in before and ":" not in before
+        parts = [f"{before}:{head}", *rest] if domain_scoped else [before, head, *rest]
     else:
         parts = cleaned.split(".")
     valid = (

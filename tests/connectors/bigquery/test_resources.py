@@ -19,6 +19,8 @@ from shared import InvalidArguments
         ("my-project:analytics_123.events", "my-project.analytics_123.events", "table"),
         ("example.com:my-project", "example.com:my-project", "project"),
         ("example.com:my-project.ds.t", "example.com:my-project.ds.t", "table"),
+        ("example.com:my-project:ds.t", "example.com:my-project.ds.t", "table"),
+        ("example.com:my-project:ds", "example.com:my-project.ds", "dataset"),
     ],
 )
 def test_reasonable_variants_are_normalized(text: str, canonical: str, level: str) -> None:
@@ -28,7 +30,7 @@ def test_reasonable_variants_are_normalized(text: str, canonical: str, level: st
 
 
 @pytest.mark.parametrize(
-    "text", ["", "a.b.c.d", "My Project", "proj.data-set", "proj..t", "proj.ds.t;DROP", "https://x/y"]
+    "text", ["", "a.b.c.d", "My Project", "proj.data-set", "proj..t", "proj.ds.t;DROP", "https://x/y", "a:b:c:d"]
 )
 def test_invalid_ids_say_the_format(text: str) -> None:
     with pytest.raises(InvalidArguments) as caught:
