@@ -1,18 +1,22 @@
 """``table_uri`` files (spec 8.5): random names, owner-only permissions, removed after a TTL.
 
 The directory is ``ACP_TMP_DIR`` when the host sets it, else a private ``acp-results-*``
-folder under the system temporary directory. The host reads the file when it gets the
-response and should delete it; the TTL sweep removes what a host forgot.
+folder under the system temporary directory, removed with everything in it when the process
+exits. The host reads the file when it gets the response and should delete it; the TTL
+sweep removes what a host forgot, from a background timer armed while files remain, so
+expiry does not wait for the next extraction.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
+import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urlparse
@@ -33,6 +37,7 @@ class TableFiles:
         self._dir: Path | None = None
         self._lock = threading.Lock()
         self._last_sweep = 0.0
+        self._timer: threading.Timer | None = None
 
     @classmethod
     def from_environment(cls, prefix: str, environ: Mapping[str, str] | None = None) -> TableFiles:
@@ -50,6 +55,9 @@ class TableFiles:
                     path.mkdir(parents=True, exist_ok=True, mode=0o700)
                 else:
                     path = Path(tempfile.mkdtemp(prefix="acp-results-"))
+                    # Nothing else knows this folder, so nothing would sweep it after we exit.
+                    # A host-set ACP_TMP_DIR is the host's: it is never removed.
+                    atexit.register(shutil.rmtree, path, ignore_errors=True)
                 self._dir = path.resolve()
             return self._dir
 
@@ -58,7 +66,38 @@ class TableFiles:
         self.sweep()
         path = self.directory / f"{self.prefix}-{secrets.token_hex(16)}{_SUFFIX}"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+        self._arm_sweep()
         return path, os.fdopen(fd, "wb", buffering=1024 * 1024)
+
+    def _arm_sweep(self) -> None:
+        """Sweep every ``min(ttl, 60)`` s in the background while any of our files remain.
+
+        A file expires even if no extraction follows it; the timer is a daemon and stops
+        re-arming once the folder holds none of our files, so an idle server keeps no thread.
+        """
+        with self._lock:
+            if self._timer is not None:
+                return
+            self._timer = threading.Timer(min(self.ttl_s, _SWEEP_EVERY_S), self._background_sweep)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _background_sweep(self) -> None:
+        self.sweep(force=True)
+        with self._lock:
+            self._timer = None
+        if any(self._own_files()):
+            self._arm_sweep()
+
+    def _own_files(self) -> Iterator[os.DirEntry[str]]:
+        """This connector's table files in the folder (other connectors may share ``ACP_TMP_DIR``)."""
+        try:
+            entries = list(os.scandir(self.directory))
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name.startswith(self.prefix + "-") and entry.name.endswith(_SUFFIX):
+                yield entry
 
     def sweep(self, force: bool = False) -> int:
         """Delete this connector's files older than the TTL; return how many went."""
@@ -67,13 +106,7 @@ class TableFiles:
             return 0
         self._last_sweep = now
         removed = 0
-        try:
-            entries = list(os.scandir(self.directory))
-        except OSError:
-            return 0
-        for entry in entries:
-            if not (entry.name.startswith(self.prefix + "-") and entry.name.endswith(_SUFFIX)):
-                continue
+        for entry in self._own_files():
             try:
                 if now - entry.stat().st_mtime > self.ttl_s:
                     os.unlink(entry.path)

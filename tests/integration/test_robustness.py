@@ -13,6 +13,8 @@ import pytest
 from toy_connector import COMMAND as TOY
 from toy_connector import TEST_CREDENTIALS
 
+from shared.host import uri_path
+
 pytestmark = pytest.mark.anyio
 META = {"credentials": TEST_CREDENTIALS, "autocontext_delivered": True}
 INIT = {
@@ -174,12 +176,21 @@ def test_version_flag_and_help() -> None:
     assert "--http" in out.stdout and "--log-level" in out.stdout
 
 
-def test_table_files_expire(tmp_path: Path) -> None:
-    """Spec 8.5 / issue: table_uri files are removed after a TTL if the host does not delete them."""
-    from shared.tablefiles import TableFiles
-
-    files = TableFiles("toy", str(tmp_path), ttl_s=0.5)
-    old, handle = files.create()
-    handle.close()
-    time.sleep(1.0)
-    assert files.sweep(force=True) == 1 and not old.exists()
+async def test_table_files_expire_without_further_calls(toy_host, tmp_path: Path) -> None:
+    """Spec 8.5 / issue: table_uri files are removed after a TTL even if no other call comes,
+    and the private folder used without ACP_TMP_DIR goes away with the server."""
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    env = {"ACP_TMP_DIR": "", "TMPDIR": str(system_tmp), "ACP_TABLE_TTL_S": "1"}
+    report = {"resource_id": "acc_1", "start_date": "2026-03-01", "end_date": "2026-03-31", "rows": 500}
+    async with toy_host(env=env) as host:
+        result = await host.call("report", report, {**META, "inline_max_bytes": 1000})
+        path = uri_path(result.system_data["table_uri"])
+        assert path.exists() and path.parent.parent == system_tmp.resolve()
+        assert path.parent.name.startswith("acp-results-")
+        with anyio.move_on_after(10):
+            while path.exists():
+                await anyio.sleep(0.1)
+        assert not path.exists()
+        assert path.parent.exists()  # the folder lives as long as the server
+    assert not path.parent.exists()

@@ -6,7 +6,9 @@ import os
 import re
 import stat
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -206,3 +208,27 @@ def test_sweep_survives_a_missing_directory(files):
     directory = files.directory
     directory.rmdir()
     assert files.sweep(force=True) == 0
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return condition()
+
+
+def test_expired_files_go_without_a_new_extraction(tmp_path):
+    """The sweep runs on a timer: a file expires even when create() is never called again."""
+    files = TableFiles("unit", str(tmp_path), ttl_s=0.2)
+    path, handle = files.create()
+    handle.close()
+    assert _wait_until(lambda: not path.exists())
+
+
+def test_background_sweep_stops_when_no_file_remains(tmp_path):
+    threads_before = threading.active_count()
+    files = TableFiles("unit", str(tmp_path), ttl_s=0.2)
+    path, handle = files.create()
+    handle.close()
+    assert threading.active_count() == threads_before + 1
+    assert _wait_until(lambda: not path.exists() and threading.active_count() == threads_before)
