@@ -174,7 +174,9 @@ async def test_tools_without_resource_or_credentials_and_artifacts(toy_host) -> 
     async with toy_host() as host:
         shot = await host.call("screenshot", {})
         assert not shot.is_error and shot.kind == "info"
-        assert shot.model_response["screenshot_path"] == "/tmp/toy-shot.png"  # spec 8.10, passed through
+        # spec 8.10: artifact paths pass through unchanged
+        assert shot.model_response["screenshot_path"] == "/tmp/toy-shot.png"
+        assert shot.model_response["pdf_path"] == "/tmp/toy.pdf"
         assert shot.system_info["resource_id"] is None and shot.system_data is None
         needs_resource = await host.call("report", {"start_date": "today", "end_date": "today"}, META)
         assert needs_resource.error_name == "ACP_RESOURCE_REQUIRED"
