@@ -8,12 +8,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from loader import load_file
 
 from connectors.databases.demo import build_demo_database
-from shared.host import uri_path
+from shared.host import ACP_HOST_CAPABILITY, HostTable, uri_path
 
 pytestmark = pytest.mark.anyio
+# The DuckDB tests' probes of the server process: its CPU time shows whether a query still runs.
+duckdb_tests = load_file(Path(__file__).with_name("test_engine_duckdb.py"), "acp_tests_databases_duckdb")
+ENDLESS = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000000000) SELECT count(*) FROM c"
 
 
 @pytest.fixture
@@ -117,14 +122,11 @@ async def test_large_result_goes_to_a_table_file_equal_to_a_direct_query(
 async def test_statement_timeout_stops_a_long_query_and_the_server_keeps_serving(
     databases_host, shop: Path, direct: Any
 ) -> None:
-    endless = (
-        "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000000000) SELECT count(*) FROM c"
-    )
     async with databases_host() as host:
         started = time.monotonic()
         result = await host.call(
             "execute_sql",
-            {"resource_id": "shop", "sql": endless},
+            {"resource_id": "shop", "sql": ENDLESS},
             direct.sqlite_meta(shop, config={"statement_timeout_s": 1}),
         )
         elapsed = time.monotonic() - started
@@ -136,6 +138,33 @@ async def test_statement_timeout_stops_a_long_query_and_the_server_keeps_serving
             {"resource_id": "shop", "sql": "SELECT count(*) AS n FROM channels"},
             direct.sqlite_meta(shop),
         )
+    assert after.rows() == direct.query(shop, "SELECT count(*) AS n FROM channels")
+
+
+async def test_cancelled_call_stops_at_sqlite_and_the_server_answers_the_next(
+    databases_host, shop: Path, direct: Any
+) -> None:
+    """notifications/cancelled interrupts the running statement, not just the wait for it."""
+    async with databases_host() as host:
+        server = duckdb_tests.server_process()
+        with anyio.move_on_after(1.5) as scope:
+            await host.call(
+                "execute_sql",
+                {"resource_id": "shop", "sql": ENDLESS},
+                direct.sqlite_meta(shop, config={"statement_timeout_s": 120}),
+            )
+        assert scope.cancelled_caught
+        # A running recursive CTE keeps a core busy; once interrupted the server is idle.
+        with anyio.fail_after(5):
+            while await duckdb_tests.cpu_seconds(server, 0.5) > 0.1:
+                pass
+        started = time.monotonic()
+        after = await host.call(
+            "execute_sql",
+            {"resource_id": "shop", "sql": "SELECT count(*) AS n FROM channels"},
+            direct.sqlite_meta(shop),
+        )
+        assert time.monotonic() - started < 3
     assert after.rows() == direct.query(shop, "SELECT count(*) AS n FROM channels")
 
 
@@ -220,8 +249,6 @@ async def test_duplicate_column_names_are_renamed_with_a_warning(databases_host,
 async def test_insert_rows_on_sqlite_follows_the_access_mode(databases_host, shop: Path, direct: Any) -> None:
     """insert_rows writes exactly the host table in readAndOnlyAdd, creating the table; never in onlyRead
     or where table_rules close the table (spec 10.6, 8.8.2)."""
-    from shared.host import HostTable
-
     headers = [
         {"name": "day", "type": "date"},
         {"name": "visits", "type": "integer"},
@@ -265,3 +292,26 @@ async def test_insert_rows_on_sqlite_follows_the_access_mode(databases_host, sho
     assert stored == rows + rows
     after = direct.table_checksums(shop)
     assert {k: v for k, v in after.items() if k != "visits"} == before  # nothing else changed
+
+
+async def test_insert_rows_on_sqlite_needs_a_host_that_serves_host_tables(
+    databases_host, shop: Path, direct: Any
+) -> None:
+    """Spec 8.8: without ``host_tables`` in the client capability the table cannot be read, so nothing is written."""
+    plain = {k: v for k, v in ACP_HOST_CAPABILITY.items() if k != "host_tables"}
+    rows = [{"day": "2026-08-01", "visits": 7}]
+    tables = {
+        "ds_visits": HostTable(
+            headers=[{"name": "day", "type": "date"}, {"name": "visits", "type": "integer"}], rows=rows
+        )
+    }
+    before = direct.database_state(shop)
+    async with databases_host(capability=plain, tables=tables) as host:
+        response = await host.call(
+            "insert_rows",
+            {"resource_id": "shop.visits", "table_ref": "ds_visits"},
+            direct.sqlite_meta(shop, config={"access_mode": "readAndOnlyAdd"}),
+        )
+        assert host.read_table_requests == []  # never asked a client that did not offer host tables
+    assert response.error_name == "ACP_HOST_TABLES_UNSUPPORTED" and response.error["code"] == -32020, response.error
+    assert direct.database_state(shop) == before
