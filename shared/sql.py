@@ -1,9 +1,9 @@
 """SQL understanding shared by SQL connectors, on ``sqlglot`` (imported lazily).
 
 * :func:`check_query_only` is the parser layer of read-only in depth (spec 10.4): one
-  statement, and it must be a query with no data-modifying node, no ``INTO`` and no
-  side-effect or file function. It is one layer of several; the engine's read-only mode
-  and the driver enforce the rest, so a statement sqlglot cannot parse is left to them.
+  statement, and it must be a query with no data-modifying node, no ``INTO``, no
+  side-effect or file function and no relation that reads server files or has side effects.
+  It is one layer of several; the engine's read-only mode and the driver enforce the rest.
 * :func:`date_literals` finds the key dates of a query for ``model_response.dates``.
 """
 
@@ -105,10 +105,37 @@ def _refuse(statement: str, detail: str = "") -> ReadOnlyViolation:
     )
 
 
-def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] = ()) -> list[str]:
+class _Names:
+    """Names matched case-insensitively; an entry ending in ``*`` stands for every name with that
+    prefix (``pg_ls_*``), because engines name a family of system functions by a prefix and add
+    members in new versions: an exact list misses them (pg_ls_logicalsnapdir got through one)."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        lowered = {name.lower() for name in names}
+        self._exact = frozenset(name for name in lowered if not name.endswith("*"))
+        self._prefixes = tuple(name[:-1] for name in lowered if name.endswith("*"))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._exact or name.startswith(self._prefixes)
+
+
+def _refuse_function(name: str) -> ReadOnlyViolation:
+    return ReadOnlyViolation(
+        f"The function {name}() is not allowed: it reads or writes outside the database or has side effects. "
+        "Rewrite the query without it."
+    )
+
+
+def check_query_only(
+    sql: str, dialect: str, forbidden_functions: Iterable[str] = (), forbidden_relations: Iterable[str] = ()
+) -> list[str]:
     """Refuse anything but one read-only query; return its date literals (see :func:`date_literals`).
 
-    Raises ReadOnlyViolation naming the statement or function found. One tokenization
+    ``forbidden_functions`` and ``forbidden_relations`` (tables and views, matched by their own
+    name whatever the qualification) are names as :class:`_Names` reads them: exact, or a prefix
+    ending in ``*``. Relations are for system views that read server files or have side effects
+    when read (PostgreSQL's ``pg_hba_file_rules`` reads pg_hba.conf), which no function call shows.
+    Raises ReadOnlyViolation naming the statement, function or relation found. One tokenization
     serves both the check and the dates, and callers run it off the event loop.
     """
     from sqlglot import exp
@@ -116,7 +143,8 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
     from sqlglot.errors import ParseError, TokenError
 
     engine = Dialect.get_or_raise(dialect)
-    forbidden = {f.lower() for f in forbidden_functions}
+    forbidden = _Names(forbidden_functions)
+    relations = _Names(forbidden_relations)
     try:
         tokens = engine.tokenize(sql)
     except TokenError as exc:
@@ -152,10 +180,12 @@ def check_query_only(sql: str, dialect: str, forbidden_functions: Iterable[str] 
         if isinstance(node, exp.Func):
             name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
             if name in forbidden:
-                raise ReadOnlyViolation(
-                    f"The function {name}() is not allowed: it reads or writes outside the database or has "
-                    "side effects. Rewrite the query without it."
-                )
+                raise _refuse_function(name)
+        if isinstance(node, exp.Table) and node.name.lower() in relations:
+            raise ReadOnlyViolation(
+                f"The relation {node.name.lower()} is not allowed: reading it reads files of the server or has "
+                "side effects. Rewrite the query without it."
+            )
     return dates
 
 
@@ -176,7 +206,7 @@ def _unparsable(exc: Exception, tokens: list[Any] | None) -> AcpError:
     )
 
 
-def _check_tokens(tokens: list[Any], forbidden: set[str]) -> None:
+def _check_tokens(tokens: list[Any], forbidden: _Names) -> None:
     """Token-level checks that do not depend on the parse tree being right.
 
     A forbidden function is refused wherever a call to it appears (even inside syntax the
@@ -190,10 +220,7 @@ def _check_tokens(tokens: list[Any], forbidden: set[str]) -> None:
         if following is None:
             continue
         if token.text.lower() in forbidden and following.token_type == TokenType.L_PAREN:
-            raise ReadOnlyViolation(
-                f"The function {token.text.lower()}() is not allowed: it reads or writes outside the database or "
-                "has side effects. Rewrite the query without it."
-            )
+            raise _refuse_function(token.text.lower())
         if token.text in ("U", "u") and following.token_type == TokenType.AMP and following.start == token.end + 1:
             raise ReadOnlyViolation(
                 'Unicode-escaped names and strings (U&"…") are not accepted: write names and strings plainly.'

@@ -2,9 +2,10 @@
 
 Read-only in depth (spec 10.4), on every read:
 
-1. the sqlglot parser layer (:meth:`Engine.check_sql`) with PostgreSQL's side-effect and file
-   functions refused (``lo_import``, ``pg_read_file``, ``nextval``, ``set_config``, ``dblink``,
-   the ``*_to_xml`` family that runs query text, …);
+1. the sqlglot parser layer (:meth:`PostgresEngine.check_sql`) with PostgreSQL's side-effect and
+   file functions refused, by family (``lo_*``, ``pg_read_*``, ``pg_ls_*``, ``pg_stat_reset*``,
+   ``nextval``, ``set_config``, ``dblink*``, the ``*_to_xml`` family that runs query text, …),
+   and the system views that read the server's configuration files (``pg_hba_file_rules``);
 2. a ``READ ONLY`` transaction that is always rolled back — verified: ``COPY … TO PROGRAM``
    and ``pg_read_file`` still work in one for a superuser, hence layer 1 and least privilege;
 3. the extended query protocol through a server-side (named) cursor: it accepts exactly one
@@ -39,32 +40,37 @@ from shared import (
     UpstreamError,
 )
 from shared.protocol import ColumnType
-from shared.sql import SEVERAL_STATEMENTS
+from shared.sql import SEVERAL_STATEMENTS, check_query_only
 
 from .engine import ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
 
+# Families by prefix (``*``, see shared.sql): PostgreSQL names its system functions by family and
+# adds members in new versions — an exact list let pg_ls_logicalsnapdir, pg_stat_reset_shared and
+# pg_logical_emit_message through. Every prefix was checked against pg_proc of PostgreSQL 15: it
+# matches only functions of that family.
 FORBIDDEN_FUNCTIONS = frozenset(
     {
-        # files and large objects
-        "lo_import", "lo_export", "lo_unlink", "lo_create", "lo_creat", "lo_put", "lo_from_bytea", "lo_open",
-        "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_ls_logdir", "pg_ls_waldir", "pg_ls_tmpdir",
-        "pg_ls_archive_statusdir", "pg_stat_file", "pg_file_write", "pg_file_rename", "pg_file_unlink",
-        "pg_logdir_ls",
-        # state changes and side effects
-        "nextval", "setval", "set_config", "pg_notify", "pg_advisory_lock", "pg_advisory_xact_lock",
-        "pg_advisory_lock_shared", "pg_try_advisory_lock", "pg_try_advisory_xact_lock", "pg_advisory_unlock",
-        "pg_advisory_unlock_all", "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf",
-        "pg_rotate_logfile", "pg_switch_wal", "pg_create_restore_point", "pg_promote", "pg_backup_start",
-        "pg_backup_stop", "pg_start_backup", "pg_stop_backup", "pg_create_logical_replication_slot",
-        "pg_create_physical_replication_slot", "pg_drop_replication_slot", "txid_current", "pg_current_xact_id",
-        "pg_import_system_collations", "pg_stat_reset", "pg_stat_statements_reset",
+        # server files, large objects, directory listings and the config files behind system views
+        "lo_*", "pg_read_*", "pg_ls_*", "pg_file_*", "pg_stat_file", "pg_logdir_ls", "pg_current_logfile",
+        "pg_hba_file_rules", "pg_ident_file_mappings", "pg_show_all_file_settings",
+        # statistics resets, WAL messages and logical decoding, replication origins and slots,
+        # memory-context logging, backups, WAL switches and replay, signals to other backends
+        "pg_stat_reset*", "pg_stat_statements_reset", "pg_logical_*", "pg_replication_*", "pg_log_*",
+        "pg_create_*", "pg_drop_*", "pg_copy_*", "pg_promote", "pg_switch_*", "pg_wal_replay_*", "pg_backup_*",
+        "pg_start_backup", "pg_stop_backup", "pg_cancel_backend", "pg_terminate_backend", "pg_reload_conf",
+        "pg_rotate_logfile*", "pg_import_system_collations",
+        # other state changes: sequences, settings, notifications, locks, transaction ids
+        "nextval", "setval", "set_config", "pg_notify", "pg_advisory_*", "pg_try_advisory_*", "txid_current",
+        "pg_current_xact_id",
         # functions that run SQL given as text, out of the parser's sight
-        "dblink", "dblink_exec", "dblink_connect", "dblink_connect_u", "dblink_send_query", "query_to_xml",
-        "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml", "cursor_to_xmlschema",
-        "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
+        "dblink*", "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml",
+        "cursor_to_xmlschema", "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
         "database_to_xml", "xpath_table",
     }
 )  # fmt: skip
+# System views that read the server's configuration files (pg_hba.conf, pg_ident.conf,
+# postgresql.conf) for a superuser, with no function call in the query text.
+FORBIDDEN_RELATIONS = frozenset({"pg_hba_file_rules", "pg_ident_file_mappings", "pg_file_settings"})
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
 _INTEGER = {"int2", "int4", "int8", "oid"}
 _NUMBER = {"numeric", "float4", "float8", "money"}
@@ -348,6 +354,9 @@ class PostgresEngine(Engine):
     has_schemas = True
     text_types = ("char", "text", "citext")
     forbidden_functions = FORBIDDEN_FUNCTIONS
+
+    def check_sql(self, sql: str) -> list[str]:
+        return check_query_only(sql, self.dialect, self.forbidden_functions, FORBIDDEN_RELATIONS)
 
     def identify(self, credentials: dict[str, Any]) -> Principal:
         params = connection_params(credentials)

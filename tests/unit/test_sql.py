@@ -126,6 +126,40 @@ def test_ordinary_functions_are_not_forbidden() -> None:
 
 
 @pytest.mark.parametrize(
+    "sql", ["SELECT pg_ls_logicalsnapdir()", "SELECT * FROM PG_LS_DIR('.')", "SELECT pg_catalog.pg_ls_waldir()"]
+)
+def test_a_name_ending_in_a_star_forbids_its_whole_family(sql: str) -> None:
+    with pytest.raises(ReadOnlyViolation) as info:
+        check_query_only(sql, "postgres", {"pg_ls_*"})
+    assert "pg_ls_" in info.value.message
+
+
+def test_a_family_prefix_forbids_nothing_outside_it() -> None:
+    check_query_only("SELECT pg_size_pretty(1), pg_lsn('0/0'), ls_count FROM t", "postgres", {"pg_ls_*", "ls_*"})
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM pg_hba_file_rules",
+        "select * from pg_catalog.PG_HBA_FILE_RULES",
+        'SELECT * FROM "pg_hba_file_rules"',
+        "SELECT 1 WHERE EXISTS (SELECT 1 FROM pg_hba_file_rules)",
+        "SELECT t.a FROM t JOIN pg_hba_file_rules r ON true",
+        "WITH x AS (SELECT * FROM pg_hba_file_rules) SELECT * FROM x",
+    ],
+)
+def test_forbidden_relation_is_read_only_violation_naming_it(sql: str) -> None:
+    with pytest.raises(ReadOnlyViolation) as info:
+        check_query_only(sql, "postgres", (), {"pg_hba_file_rules"})
+    assert "pg_hba_file_rules" in info.value.message
+
+
+def test_a_forbidden_relation_name_as_a_column_or_alias_passes() -> None:
+    check_query_only("SELECT pg_hba_file_rules FROM t AS pg_hba_file_rules", "postgres", (), {"pg_hba_file_rules"})
+
+
+@pytest.mark.parametrize(
     "sql",
     [
         "SELECT 1",

@@ -151,12 +151,24 @@ WRITE_ATTEMPTS: list[tuple[str, str]] = [
     ("pg-notify", "SELECT pg_notify('acp', 'x')"),
     ("txid-current", "SELECT txid_current()"),
     ("pg-reload-conf", "SELECT pg_reload_conf()"),
+    ("pg-stat-reset-shared", "SELECT pg_stat_reset_shared('bgwriter')"),
+    ("pg-stat-reset-table", "SELECT pg_stat_reset_single_table_counters('orders'::regclass)"),
+    ("pg-logical-emit-message", "SELECT pg_logical_emit_message(true, 'acp', 'x')"),  # writes WAL
+    ("pg-log-memory-contexts", "SELECT pg_log_backend_memory_contexts(pg_backend_pid())"),
+    ("pg-replication-origin-create", "SELECT pg_replication_origin_create('acp_evil')"),
     ("user-function-that-deletes", "SELECT purge_orders_fn()"),
     # file-reading functions that look like SELECTs
     ("pg-read-file", "SELECT pg_read_file('/etc/passwd')"),
     ("pg-read-binary-file", "SELECT pg_read_binary_file('/etc/passwd')"),
     ("pg-ls-dir", "SELECT pg_ls_dir('.')"),
     ("pg-stat-file", "SELECT pg_stat_file('/etc/passwd')"),
+    ("pg-ls-logicalsnapdir", "SELECT * FROM pg_ls_logicalsnapdir()"),
+    ("pg-ls-logicalmapdir", "SELECT pg_ls_logicalmapdir()"),
+    # system views that read the server's configuration files
+    ("pg-hba-file-rules", "SELECT * FROM pg_hba_file_rules"),
+    ("pg-hba-file-rules-function", "SELECT * FROM pg_catalog.pg_hba_file_rules()"),
+    ("pg-file-settings", "SELECT * FROM pg_catalog.pg_file_settings"),
+    ("pg-ident-file-mappings-quoted", 'SELECT * FROM "pg_ident_file_mappings"'),
     ("pg-read-file-in-from", "SELECT * FROM pg_read_file('/etc/passwd') AS f(line)"),
     ("pg-read-file-qualified", "SELECT pg_catalog.pg_read_file('/etc/passwd')"),
     ("pg-read-file-quoted", "SELECT \"pg_read_file\"('/etc/passwd')"),
@@ -331,6 +343,22 @@ def test_etc_passwd_never_appears_in_a_response(corpus: CorpusRun) -> None:
     for (run, label), response in corpus.responses.items():
         text = everything_in(response)
         leaked = [line for line in lines if line in text or json.dumps(line)[1:-1] in text]
+        assert not leaked, (run, label, leaked[:1])
+
+
+def test_no_response_carries_the_server_config_files_or_their_paths(corpus: CorpusRun, pg_database: Any) -> None:
+    paths = [
+        pg_database.scalar(f"SELECT current_setting('{name}')") for name in ("hba_file", "ident_file", "config_file")
+    ]
+    hba = pg_database.server_read(paths[0])
+    rules = [" ".join(line.split()) for line in hba.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert rules  # premise: pg_hba.conf has rules, so a leak would be visible
+    # Column names of pg_hba_file_rules and pg_file_settings: a leaked answer carries them as headers.
+    markers = [*paths, "auth_method", "sourcefile"]
+    for (run, label), response in corpus.responses.items():
+        text = everything_in(response)
+        flat = " ".join(text.split())
+        leaked = [marker for marker in markers if marker in text] + [rule for rule in rules if rule in flat]
         assert not leaked, (run, label, leaked[:1])
 
 
