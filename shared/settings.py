@@ -152,7 +152,7 @@ def parse_settings(raw: Mapping[str, Any], catalog: frozenset[str]) -> Settings:
                 {"field": "field_limit"},
             )
         values["field_limit"] = value
-    if "tables" in raw and catalog:
+    if "tables" in raw:
         values["tables"] = _parse_tables(raw["tables"], catalog, "tables")
     if "credentials" in raw:
         value = raw["credentials"]
@@ -173,13 +173,18 @@ def parse_settings(raw: Mapping[str, Any], catalog: frozenset[str]) -> Settings:
 
 
 def _parse_tables(value: Any, catalog: frozenset[str], where: str) -> tuple[str, ...]:
+    """Spec 5.1, 8.7: a name outside the table_catalog is ACP_INVALID_ARGUMENTS, and a
+    connector without a catalog has no names at all (``[]`` selects nothing, so it passes)."""
+    valid = (
+        f"Valid names: {', '.join(sorted(catalog))}."
+        if catalog
+        else "This connector declares no table_catalog, so it takes no table names: leave tables out."
+    )
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidArguments(f"{where} must be a list of table names. Valid names: {', '.join(sorted(catalog))}.")
+        raise InvalidArguments(f"{where} must be a list of table names. {valid}")
     unknown = [v for v in value if v not in catalog]
     if unknown:
-        raise InvalidArguments(
-            f"Unknown table(s) in {where}: {', '.join(unknown)}. Valid names: {', '.join(sorted(catalog))}."
-        )
+        raise InvalidArguments(f"Unknown table(s) in {where}: {', '.join(unknown)}. {valid}")
     return tuple(dict.fromkeys(value))
 
 

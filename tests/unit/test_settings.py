@@ -172,6 +172,20 @@ def test_table_outside_catalog_is_invalid_arguments_naming_it_and_the_valid_name
         assert name in info.value.message
 
 
+@pytest.mark.parametrize("parse", [parse_settings, parse_call_meta])
+def test_tables_without_a_catalog_are_invalid_arguments_saying_there_is_none(parse: Any) -> None:
+    """spec 5.1, 8.7: with no table_catalog every name is outside it, in acp/configure and in _meta.acp."""
+    with pytest.raises(InvalidArguments) as info:
+        parse({"tables": ["x"]}, frozenset())
+    assert info.value.code == -32017
+    assert info.value.message.startswith("Unknown table(s) in tables: x.")
+    assert "no table_catalog" in info.value.message and "leave tables out" in info.value.message
+
+
+def test_empty_tables_without_a_catalog_name_nothing_and_pass() -> None:
+    assert parse_settings({"tables": []}, frozenset()).tables == ()
+
+
 @pytest.mark.parametrize("value", ["ga4_hits", [1, 2], {"ga4_hits": True}])
 def test_tables_must_be_a_list_of_names(value: Any) -> None:
     with pytest.raises(InvalidArguments):
