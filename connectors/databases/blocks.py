@@ -60,7 +60,8 @@ class _Scope:
                 raise ResourceNotFound(f"No table '{location.table}'. Call autocontext without arguments.")
         else:
             infos = conn.tables(location.schema, budget_s)
-        self.tables: list[TableInfo] = [t for t in infos if not policy.table_hidden(*self.split(t.name))]
+        hidden = policy.on(conn, engine)
+        self.tables: list[TableInfo] = [t for t in infos if not hidden.table(*self.split(t.name), kind=t.kind)]
 
     def split(self, name: str) -> tuple[str | None, str]:
         """(schema, table) of a catalog name, which is schema-qualified at database level."""
@@ -83,8 +84,9 @@ async def _run(ref: ResourceRef, ctx: CallContext, read: Any) -> Any:
 async def fetch_schemas(ref: ResourceRef, ctx: CallContext) -> Any:
     def read(engine: Engine, conn: Connection, location: Location, policy: Policy) -> Any:
         out = []
+        hidden = policy.on(conn, engine)
         for schema in conn.schemas() if engine.has_schemas else [None]:
-            tables = [t for t in conn.tables(schema, 0) if not policy.table_hidden(schema, t.name)]
+            tables = [t for t in conn.tables(schema, 0) if not hidden.table(schema, t.name, kind=t.kind)]
             out.append({"schema": schema or location.database, "tables": len(tables)})
         return out
 

@@ -143,6 +143,17 @@ class Connection(ABC):
         self, schema: str | None, table: str, column: str, sample_rows: int, limit: int, budget_s: float
     ) -> list[tuple[Any, int]]: ...
 
+    # -- what the `hidden` rules must see through -------------------------------------------------
+    @abstractmethod
+    def view_sql(self, schema: str | None, name: str) -> str | None:
+        """The defining query of a view or materialized view; ``""`` when this login may not read
+        it, None when ``name`` is not a view."""
+
+    @abstractmethod
+    def user_functions(self) -> frozenset[str]:
+        """Lower-case names of the functions and macros defined in the database (not built in):
+        their bodies may read any table."""
+
     # -- writes ---------------------------------------------------------------------------------
     @abstractmethod
     def insert(
@@ -163,6 +174,12 @@ class Engine(ABC):
     has_schemas: ClassVar[bool]
     text_types: ClassVar[tuple[str, ...]] = ("char", "text", "clob", "string")
     forbidden_functions: ClassVar[frozenset[str]] = frozenset()
+    # The system catalog: schemas, and prefixes of unqualified names that resolve into it. A
+    # source with `hidden` data refuses queries on it: statistics views hold column values.
+    catalog_schemas: ClassVar[frozenset[str]] = frozenset()
+    catalog_prefixes: ClassVar[tuple[str, ...]] = ()
+    # Built-in functions that run a query given as text, which no parser can check.
+    query_text_functions: ClassVar[frozenset[str]] = frozenset()
 
     @abstractmethod
     def identify(self, credentials: dict[str, Any]) -> Principal:
@@ -199,9 +216,19 @@ def database_name(path: str) -> str:
 
 
 def validate_path(path: str) -> None:
+    """The credentials of a file database name an existing file by its absolute path.
+
+    Checked when the principal is derived, before the resource is resolved: a missing file
+    would otherwise read as an unknown resource and send the model after the wrong fix.
+    """
     if not os.path.isabs(path):
         raise CredentialsInvalid(
             "The database credentials need an absolute file path. Ask the user to fix the source credentials."
+        )
+    if not os.path.isfile(path):
+        raise CredentialsInvalid(
+            "The database file in the credentials does not exist or is not a file. "
+            "Ask the user to fix the path in the source credentials."
         )
 
 

@@ -454,6 +454,18 @@ class Database(Connection):
             return (estimate, True) if kind == "table" else (None, True)
         return int(row[0]) if row else 0, False
 
+    def view_sql(self, schema: str | None, name: str) -> str | None:
+        rows = self.rows(
+            "SELECT sql FROM duckdb_views() WHERE database_name = current_database() AND NOT internal "
+            "AND schema_name = ? AND view_name = ?",
+            [self._schema_of(schema), name],
+        )
+        return str(rows[0][0] or "") if rows else None
+
+    def user_functions(self) -> frozenset[str]:
+        rows = self.rows("SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE NOT internal")
+        return frozenset(str(r[0]) for r in rows)
+
     def _schema_of(self, schema: str | None) -> str:
         return schema if schema is not None else self._schema or "main"
 
@@ -638,6 +650,9 @@ class DuckdbEngine(FileEngine):
     title = "DuckDB"
     dialect = "duckdb"
     has_schemas = True
+    catalog_schemas = frozenset({"information_schema", "pg_catalog"})
+    catalog_prefixes = ("duckdb_", "pragma_", "sqlite_")
+    query_text_functions = frozenset({"query", "query_table"})
     text_types = ("char", "text", "string", "enum")
     forbidden_functions = FORBIDDEN_FUNCTIONS
 

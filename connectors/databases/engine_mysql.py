@@ -692,6 +692,19 @@ class MysqlConnection(Connection):
             )
         return out
 
+    def view_sql(self, schema: str | None, name: str) -> str | None:
+        rows = self._read(
+            "SELECT VIEW_DEFINITION FROM information_schema.VIEWS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (schema or self.database, name),
+        )
+        return str(rows[0][0] or "") if rows else None  # empty without the SHOW VIEW privilege
+
+    def user_functions(self) -> frozenset[str]:
+        rows = self._read(
+            "SELECT DISTINCT LOWER(ROUTINE_NAME) FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'"
+        )
+        return frozenset(str(r[0]) for r in rows)
+
     def _count(self, database: str, table: str, budget_s: float) -> int | None:
         try:
             rows = self._read(f"SELECT COUNT(*) FROM {quote(database)}.{quote(table)}", budget_s=budget_s)
@@ -936,6 +949,7 @@ class MysqlEngine(Engine):
     title = "MySQL"
     dialect = "mysql"
     has_schemas = False  # a MySQL database is a schema
+    catalog_schemas = frozenset({"information_schema", "mysql", "performance_schema", "sys"})
     text_types = ("char", "text", "enum", "set(")
     forbidden_functions = FORBIDDEN_FUNCTIONS
 

@@ -247,6 +247,23 @@ class PostgresConnection(Connection):
                                  comment=comment))  # fmt: skip
         return out
 
+    def view_sql(self, schema: str | None, name: str) -> str | None:
+        rows = self._read(
+            "SELECT c.relkind IN ('v', 'm'), CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END "
+            "FROM pg_class c WHERE c.oid = to_regclass(format('%%I.%%I', %s::text, %s::text))",
+            (schema or "public", name),
+        )
+        if not rows or not rows[0][0]:
+            return None
+        return str(rows[0][1] or "")
+
+    def user_functions(self) -> frozenset[str]:
+        rows = self._read(
+            "SELECT DISTINCT lower(p.proname) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')"
+        )
+        return frozenset(str(r[0]) for r in rows)
+
     def _count(self, schema: str, table: str, budget_s: float) -> int | None:
         try:
             rows = self._read(
@@ -352,6 +369,13 @@ class PostgresEngine(Engine):
     title = "PostgreSQL"
     dialect = "postgres"
     has_schemas = True
+    catalog_schemas = frozenset({"pg_catalog", "information_schema"})
+    catalog_prefixes = ("pg_",)  # pg_catalog comes first in every search_path
+    query_text_functions = frozenset(
+        f"{scope}_to_{form}"
+        for scope in ("query", "table", "cursor", "schema", "database")
+        for form in ("xml", "xmlschema", "xml_and_xmlschema")
+    )
     text_types = ("char", "text", "citext")
     forbidden_functions = FORBIDDEN_FUNCTIONS
 

@@ -292,6 +292,13 @@ class Database(Connection):
             ).fetchall()
         return [(r[0], int(r[1])) for r in rows]
 
+    def view_sql(self, schema: str | None, name: str) -> str | None:
+        row = self.conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'view' AND name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0] or "")
+
+    def user_functions(self) -> frozenset[str]:
+        return frozenset()  # SQLite functions come from the application, and this one registers none
+
     def scalar_rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return list(self.conn.execute(sql, params).fetchall())
 
@@ -340,6 +347,7 @@ class SqliteEngine(FileEngine):
     dialect = "sqlite"
     has_schemas = False
     forbidden_functions = FORBIDDEN_FUNCTIONS
+    catalog_prefixes = ("sqlite_",)
 
     def connect(self, credentials: dict[str, Any], database: str | None, write: bool = False) -> Connection:
         return Database(str(credentials["path"]), write=write)

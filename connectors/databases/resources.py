@@ -71,17 +71,18 @@ async def check(ref: ResourceRef, ctx: CallContext) -> None:
     """The database (and schema, and table) exist and are not hidden."""
     from .blocks import policy_of
 
-    _engine, location = locate(ctx, ref)
+    engine, location = locate(ctx, ref)
     policy = policy_of(ctx)
 
     def verify(conn: Connection) -> None:
         if location.schema is not None and location.schema not in conn.schemas():
             raise _missing("schema", ref, [format_id([location.database, s]) for s in conn.schemas()])
         if location.table is not None:
-            names = [t.name for t in conn.tables(location.schema, 0)]
-            if location.table not in names or policy.table_hidden(location.schema, location.table):
+            hidden = policy.on(conn, engine)
+            kinds = {t.name: t.kind for t in conn.tables(location.schema, 0)}
+            if location.table not in kinds or hidden.table(location.schema, location.table, kinds[location.table]):
                 prefix = [location.database] + ([location.schema] if location.schema else [])
-                visible = [n for n in names if not policy.table_hidden(location.schema, n)]
+                visible = [n for n, kind in kinds.items() if not hidden.table(location.schema, n, kind)]
                 raise _missing("table", ref, [format_id([*prefix, n]) for n in visible])
 
     await with_connection(ctx, location.database, verify)
@@ -113,8 +114,9 @@ async def list_resources(ctx: CallContext) -> list[ResourceSummary]:
             for schema in conn.schemas():
                 out.append({"resource_id": format_id([conn.database, schema]), "name": schema, "group": conn.database})
         elif len(databases) == 1:
+            hidden = policy.on(conn, engine)
             for table in conn.tables(None, 0):
-                if not policy.table_hidden(None, table.name):
+                if not hidden.table(None, table.name, table.kind):
                     out.append(
                         {
                             "resource_id": format_id([conn.database, table.name]),

@@ -28,7 +28,7 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
 
     def run(conn: Connection) -> tuple[Any, list[str], QueryOutcome]:
         dates = engine.check_sql(sql)  # the parser layer, before the engine's own layers
-        policy.check_query(sql, engine.dialect, location.schema, lambda s, t: [c.name for c in conn.columns(s, t)])
+        policy.on(conn, engine).check_query(sql, location.schema)
         writer = ctx.table()
         outcome = conn.stream(sql, writer, schema=location.schema, timeout_s=timeout_s, max_rows=max_rows)
         return writer.finish(), dates, outcome
@@ -70,7 +70,7 @@ async def describe_table(arguments: dict[str, Any], ctx: CallContext) -> Info:
         from .blocks import _visible_keys
 
         infos = [t for t in conn.tables(location.schema, 0.5) if t.name == table]
-        if not infos or policy.table_hidden(location.schema, table):
+        if not infos or policy.on(conn, engine).table(location.schema, table, kind=infos[0].kind):
             from shared import ResourceNotFound
 
             raise ResourceNotFound(f"No table {ref.id}. Call autocontext with the database to list its tables.")
