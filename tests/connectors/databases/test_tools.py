@@ -208,6 +208,25 @@ async def test_bad_credentials_paths_are_credentials_invalid(
     assert not (tmp_path / "data" / "missing.sqlite").exists()  # opening read-only created nothing
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb"])
+async def test_a_missing_database_file_is_credentials_invalid_whatever_the_resource(
+    databases_host, tmp_path: Path, kind: str
+) -> None:
+    """The file is checked before the resource is resolved: 'shop' against a missing 'nothere'
+    file is a credentials problem, not an unknown database."""
+    missing = tmp_path / f"nothere.{kind}"
+    meta = {"credentials": {"type": kind, "path": str(missing)}, "autocontext_delivered": True}
+    async with databases_host() as host:
+        results = [
+            await host.call("execute_sql", {"resource_id": "shop", "sql": "SELECT 1"}, meta),
+            await host.call("autocontext", {}, meta),
+        ]
+    for result in results:
+        assert result.error_name == "ACP_CREDENTIALS_INVALID", result.error
+        assert "does not exist" in result.error["message"] and "credentials" in result.error["message"]
+    assert not missing.exists()
+
+
 async def test_resource_naming_another_database_is_not_found(databases_host, shop: Path, direct: Any) -> None:
     async with databases_host() as host:
         result = await host.call(
