@@ -266,6 +266,7 @@ WRITE_ATTEMPTS: list[tuple[str, str]] = [
     ("parquet-scan", "SELECT * FROM parquet_scan('{root}/x.parquet')"),
     ("glob-root", "SELECT * FROM glob('/*')"),
     ("sniff-csv", "SELECT * FROM sniff_csv('/etc/passwd')"),
+    ("parquet-metadata-passwd", "SELECT * FROM parquet_metadata('/etc/passwd')"),
     ("replacement-scan-passwd", "SELECT * FROM '/etc/passwd'"),
     ("replacement-scan-canary", "FROM '{root}/secret.csv'"),
     ("read-in-cte", "WITH x AS (SELECT content FROM read_text('/etc/passwd')) SELECT * FROM x"),
@@ -276,6 +277,17 @@ WRITE_ATTEMPTS: list[tuple[str, str]] = [
     ("checkpoint-function", "SELECT * FROM checkpoint()"),
     ("secrets-function", "SELECT * FROM duckdb_secrets()"),
     ("write-log", "SELECT write_log('evil')"),
+    # the connector process's environment: its settings name the home, spill and secret directories
+    ("settings-function", "SELECT name, value FROM duckdb_settings()"),
+    ("settings-view", "SELECT * FROM pg_catalog.pg_settings"),
+    ("current-setting-home", "SELECT current_setting('home_directory') AS home"),
+    ("current-setting-spill", "SELECT current_setting('temp_directory') AS spill"),
+    ("temporary-files", "SELECT * FROM duckdb_temporary_files()"),
+    ("external-file-cache", "SELECT * FROM duckdb_external_file_cache()"),
+    ("extensions-directory", "SELECT * FROM duckdb_extensions()"),
+    ("extension-repositories", "SELECT * FROM duckdb_extension_repositories()"),
+    ("logs-view", "SELECT * FROM duckdb_logs"),
+    ("log-contexts", "SELECT * FROM duckdb_log_contexts()"),
     # settings
     ("set-external-access", "SET enable_external_access = true"),
     ("reset-external-access", "RESET enable_external_access"),
@@ -325,13 +337,17 @@ HARMLESS_MULTI_STATEMENTS = [("two-selects", "SELECT 1; SELECT 2")]
 # Statements the engine's own layers would run because they are reads of this database (or
 # harmless calls): only the sqlglot layer refuses them. They are run through the engine below
 # to show that they change nothing.
-PARSER_ONLY = {"query-function", "query-table-function", "checkpoint-function", "secrets-function", "write-log"}
+PARSER_ONLY = {
+    "query-function", "query-table-function", "checkpoint-function", "secrets-function", "write-log",
+    "settings-function", "settings-view", "current-setting-home", "current-setting-spill", "temporary-files",
+    "external-file-cache", "logs-view", "log-contexts",
+}  # fmt: skip
 # Statements DuckDB itself reads as SELECT: the statement check passes them to the engine layers.
 SELECT_SHAPED = {
     "data-modifying-cte", "nextval", "setval", "read-csv-passwd", "read-csv-auto-passwd", "read-text-passwd",
     "read-blob-passwd", "read-json-passwd", "read-canary", "read-parquet", "parquet-scan", "glob-root", "sniff-csv",
     "replacement-scan-passwd", "replacement-scan-canary", "read-in-cte", "read-in-scalar-subquery",
-    "read-dollar-quoted", *PARSER_ONLY,
+    "read-dollar-quoted", "parquet-metadata-passwd", "extensions-directory", "extension-repositories", *PARSER_ONLY,
 }  # fmt: skip
 
 
@@ -459,6 +475,29 @@ def test_no_response_carries_file_contents(corpus_run: CorpusRun) -> None:
         wire = json.dumps(response.raw)
         assert corpus_run.canary_text not in wire, label
         assert not any(line in wire for line in passwd_lines), label
+
+
+def test_no_response_names_the_connector_spill_directory(corpus_run: CorpusRun) -> None:
+    # The spill directory (engine._spill_directory) is private to the connector process: only a
+    # settings reader could name it.
+    for label, response in corpus_run.responses.items():
+        assert "duckdb-spill-" not in json.dumps(response.raw), label
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM iceberg_scan('/etc')",
+        "SELECT * FROM iceberg_metadata('/etc')",
+        "SELECT * FROM delta_scan('/etc')",
+        "SELECT * FROM read_xlsx('/etc/passwd')",
+        "SELECT * FROM st_read_meta('/etc/passwd')",
+        "SELECT getenv('HOME')",
+    ],
+)
+def test_readers_of_extensions_not_loaded_here_are_refused_by_family(sql: str) -> None:
+    with pytest.raises(ReadOnlyViolation, match="not allowed"):
+        engine.ENGINE.check_sql(sql)
 
 
 def test_every_table_checksum_and_the_file_bytes_are_unchanged(corpus_run: CorpusRun) -> None:
@@ -1365,10 +1404,15 @@ async def test_insert_rows_creates_then_appends_in_one_transaction(databases_hos
     ]
     tables = {"ds_1": HostTable(headers=headers, rows=rows), "ds_2": HostTable(headers=headers[:2], rows=rows[:3])}
     write_meta = meta(database, config={"access_mode": "readAndOnlyAdd"})
+    closing = [{"pattern": "analytics\\.imported", "mode": "onlyRead"}, {"pattern": ".*", "mode": "readAndOnlyAdd"}]
+    closing_meta = meta(database, config={"access_mode": "readAndOnlyAdd", "table_rules": json.dumps(closing)})
     before = database_state(database)
     async with databases_host(tables=tables) as host:
         refused = await host.call(
             "insert_rows", {"resource_id": "store.analytics.imported", "table_ref": "ds_1"}, meta(database)
+        )
+        closed = await host.call(
+            "insert_rows", {"resource_id": "store.analytics.imported", "table_ref": "ds_1"}, closing_meta
         )
         created = await host.call(
             "insert_rows", {"resource_id": "store.analytics.imported", "table_ref": "ds_1"}, write_meta
@@ -1384,7 +1428,8 @@ async def test_insert_rows_creates_then_appends_in_one_transaction(databases_hos
             meta(database),
         )
     assert _error(refused) == READ_ONLY
-    assert not created.is_error, created.error
+    assert _error(closed) == READ_ONLY and "onlyRead" in closed.error["message"], closed.error
+    assert not created.is_error, created.error  # so the closed call created nothing
     assert created.model_response["created"] is True and created.model_response["inserted_rows"] == len(rows)
     assert direct_count == len(rows)
     assert not appended.is_error, appended.error
