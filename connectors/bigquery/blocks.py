@@ -3,7 +3,6 @@ catalog calls and ``tabledata.list``, never a query job."""
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -14,9 +13,8 @@ from shared import Block, CallContext, ResourceRef
 
 from . import api
 from .fields import flatten
-from .resources import api_settings
+from .resources import api_settings, date_shards, shard_prefix
 
-_SHARD = re.compile(r"(?P<prefix>.+_)(?P<day>\d{8})")
 _GA4_DATASET = re.compile(r"analytics_(?P<property>\d+)")
 TABLES_LISTED = 10_000
 TABLES_SHOWN = 200
@@ -44,29 +42,20 @@ def group_tables(items: list[api.TableItem]) -> list[TableGroup]:
     """Date shards (two or more with a valid YYYYMMDD suffix) become one wildcard entry."""
     by_prefix: dict[str, list[api.TableItem]] = {}
     for item in items:
-        match = _SHARD.fullmatch(item.table_id)
-        if match and _is_day(match["day"]):
-            by_prefix.setdefault(match["prefix"], []).append(item)
+        prefix = shard_prefix(item.table_id)
+        if prefix is not None:
+            by_prefix.setdefault(prefix, []).append(item)
     groups: dict[str, TableGroup] = {}
     for item in sorted(items, key=lambda i: i.table_id):
-        match = _SHARD.fullmatch(item.table_id)
-        sharded = match is not None and len(by_prefix.get(match["prefix"], [])) >= 2
-        if sharded and match is not None:
-            name = match["prefix"] + "*"
+        prefix = shard_prefix(item.table_id)
+        if prefix is not None and len(by_prefix[prefix]) >= 2:
+            name = prefix + "*"
             group = groups.setdefault(name, TableGroup(name=name, kind=item.kind, item=item))
             group.shards.append(item.table_id)
             group.item = item  # sorted ids: the last one seen is the latest shard
         else:
             groups[item.table_id] = TableGroup(name=item.table_id, kind=item.kind, item=item)
     return sorted(groups.values(), key=lambda g: g.name)
-
-
-def _is_day(text: str) -> bool:
-    try:
-        dt.date(int(text[:4]), int(text[4:6]), int(text[6:]))
-    except ValueError:
-        return False
-    return True
 
 
 def _dataset_of(ref: ResourceRef) -> tuple[str, str]:
@@ -127,7 +116,7 @@ async def fetch_table_schemas(ref: ResourceRef, ctx: CallContext) -> Any:
         table = ref.parts[2]
         if table.endswith("*"):
             items = await ctx.run_blocking(lambda: api.list_tables(settings, project, dataset, TABLES_LISTED))
-            matching = sorted(i.table_id for i in items if i.table_id.startswith(table[:-1]))
+            matching = date_shards((i.table_id for i in items), table)
             targets = [(table, matching[-1])] if matching else []
         else:
             targets = [(table, table)]

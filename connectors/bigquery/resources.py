@@ -7,7 +7,9 @@ wildcard tables (``events_*``).
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from shared import CallContext, InvalidArguments, ResourceNotFound, ResourceRef, ResourceSummary, google_auth
@@ -18,6 +20,7 @@ LEVELS = ("project", "dataset", "table")
 _PROJECT = re.compile(r"(?:[a-z0-9][a-z0-9.-]*[a-z0-9]:)?[a-z0-9][a-z0-9-]{0,62}")
 _DATASET = re.compile(r"\w{1,1024}")
 _TABLE = re.compile(r"[\w -]{1,1024}\*?|\*")
+_SHARD = re.compile(r"(?P<prefix>.+_)(?P<day>\d{8})")
 _PROJECTS_LISTED = 50
 _PROJECTS_EXPANDED = 10  # projects whose datasets are listed among the suggestions
 _DATASETS_LISTED = 200
@@ -47,6 +50,35 @@ def normalize(text: str, credentials: dict[str, Any] | None = None) -> ResourceR
             "to list them."
         )
     return ResourceRef(id=".".join(parts), level=LEVELS[len(parts) - 1], parts=tuple(parts))
+
+
+def shard_prefix(table_id: str) -> str | None:
+    """``name_`` of a date shard ``name_YYYYMMDD`` (a valid date), else None."""
+    match = _SHARD.fullmatch(table_id)
+    return match["prefix"] if match and _is_day(match["day"]) else None
+
+
+def _is_day(text: str) -> bool:
+    try:
+        dt.date(int(text[:4]), int(text[4:6]), int(text[6:]))
+    except ValueError:
+        return False
+    return True
+
+
+def date_shards(table_ids: Iterable[str], wildcard: str) -> list[str]:
+    """The date shards a wildcard names (``events_*``, or ``events_2026*``), oldest first.
+
+    BigQuery's ``events_*`` also matches ``events_intraday_YYYYMMDD`` by prefix; those are another
+    group, so a shard counts only when its own ``name_`` is within the wildcard's prefix.
+    """
+    prefix = wildcard.removesuffix("*")
+
+    def named(table_id: str) -> bool:
+        own = shard_prefix(table_id)
+        return own is not None and table_id.startswith(prefix) and len(own) <= len(prefix)
+
+    return sorted(filter(named, table_ids))
 
 
 def default_project(ctx: CallContext) -> str | None:
@@ -79,12 +111,11 @@ async def check(ref: ResourceRef, ctx: CallContext) -> None:
     elif ref.level == "dataset":
         await ctx.run_blocking(lambda: api.get_dataset(settings, project, ref.parts[1]))
     elif ref.parts[2].endswith("*"):
-        prefix = ref.parts[2][:-1]
         tables = await ctx.run_blocking(lambda: api.list_tables(settings, project, ref.parts[1], 10_000))
-        if not any(t.table_id.startswith(prefix) for t in tables):
+        if not date_shards((t.table_id for t in tables), ref.parts[2]):
             raise ResourceNotFound(
-                f"No table in {project}.{ref.parts[1]} matches {ref.parts[2]}. Call autocontext with the dataset "
-                "to list its tables."
+                f"No date shard (name_YYYYMMDD) in {project}.{ref.parts[1]} matches {ref.parts[2]}. Call autocontext "
+                "with the dataset to list its tables."
             )
     else:
         await ctx.run_blocking(lambda: api.get_table(settings, project, ref.parts[1], ref.parts[2]))

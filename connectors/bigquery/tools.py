@@ -41,7 +41,7 @@ from .cost import (
     usd,
 )
 from .fields import flatten, headers, load_schema
-from .resources import api_settings
+from .resources import api_settings, date_shards
 from .sqlcheck import allowed_patterns, check_allowed, tables_in_sql
 
 DEFAULT_JOB_TIMEOUT_S = 600
@@ -288,11 +288,11 @@ async def get_table(arguments: dict[str, Any], ctx: CallContext) -> Info:
         actual = table
         if table.endswith("*"):
             items = api.list_tables(settings, project, dataset, 10_000)
-            shards = sorted(i.table_id for i in items if i.table_id.startswith(table[:-1]))
+            shards = date_shards((i.table_id for i in items), table)
             if not shards:
                 raise ResourceNotFound(
-                    f"No table in {project}.{dataset} matches {table}. Call autocontext with the dataset to list "
-                    "its tables."
+                    f"No date shard (name_YYYYMMDD) in {project}.{dataset} matches {table}. Call autocontext with "
+                    "the dataset to list its tables."
                 )
             actual = shards[-1]
         info = api.get_table(settings, project, dataset, actual)

@@ -322,11 +322,19 @@ class FakeBigQuery:
         events_per_day: int = 300,
         seed: int = 0,
         bytes_scale: float = 1.0,
+        intraday: bool = False,
     ) -> list[str]:
-        """Daily ``events_YYYYMMDD`` shards from ``fakes.ga4_export`` (creating the dataset if needed)."""
+        """Daily ``events_YYYYMMDD`` shards from ``fakes.ga4_export`` (creating the dataset if needed), and
+        with ``intraday`` the ``events_intraday_YYYYMMDD`` table GA4's streaming export keeps for the day
+        after them (which ``events_*`` matches too, as in BigQuery). Returns the tables' names."""
         if self.warehouse.dataset(project, dataset) is None:
             self.add_dataset(project, dataset)
         export = ga4_export.generate_export(start, days, events_per_day=events_per_day, seed=seed)
+        if intraday:
+            today = ga4_export.as_date(start) + dt.timedelta(days=days)
+            export |= ga4_export.generate_export(
+                today, 1, events_per_day=events_per_day, seed=seed, prefix="events_intraday_"
+            )
         self.warehouse.add_tables_with_shared_schema(
             ga4_export.GA4_EXPORT_SCHEMA,
             {TableRef(project, dataset, name): rows for name, rows in export.items()},

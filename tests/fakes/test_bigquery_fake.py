@@ -473,6 +473,16 @@ def test_referenced_tables_are_truncated_at_50_like_bigquery(fake: FakeBigQuery,
     assert rows == [{"n": LONG_DAYS * 50}]
 
 
+def test_ga4_intraday_table_follows_the_daily_shards_and_events_star_matches_it() -> None:
+    with FakeBigQuery() as own:
+        names = own.add_ga4_export(PROJECT, GA4, start=START, days=2, events_per_day=20, seed=SEED, intraday=True)
+        assert names == ["events_20240101", "events_20240102", "events_intraday_20240103"]
+        client = _client(own, _service_account(own))
+        sql = f"SELECT _TABLE_SUFFIX AS suffix, COUNT(*) AS n FROM `{PROJECT}.{GA4}.events_*` GROUP BY 1"
+        rows = _run(client, sql, "jobs.query")
+    assert {r["suffix"]: r["n"] for r in rows} == {"20240101": 20, "20240102": 20, "intraday_20240103": 20}
+
+
 @pytest.mark.parametrize(
     ("sql", "statement_type"),
     [

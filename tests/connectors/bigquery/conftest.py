@@ -36,6 +36,14 @@ def fake() -> Iterator[FakeBigQuery]:
 
 
 @pytest.fixture(scope="module")
+def ga4_intraday(fake: FakeBigQuery) -> str:
+    """A GA4 export with today's ``events_intraday_YYYYMMDD`` beside three daily shards; ``events_*``
+    matches it by prefix, but it is no date shard of ``events_*``."""
+    fake.add_ga4_export(PROJECT, "analytics_456", start=GA4_START, days=3, events_per_day=20, intraday=True)
+    return "analytics_456"
+
+
+@pytest.fixture(scope="module")
 def credentials(fake: FakeBigQuery) -> dict[str, Any]:
     return service_account(fake)
 

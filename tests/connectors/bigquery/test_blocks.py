@@ -67,3 +67,21 @@ async def test_ga4_export_block_is_a_labelled_sample_of_the_latest_shard(
     assert params["page_location"]["value_field"] == "string_value" and params["page_location"]["examples"]
     assert params["ga_session_id"]["value_field"] == "int_value"
     assert fake.http.requests_for("tabledata.list"), "the sample is read with tabledata.list (free)"
+
+
+async def test_wildcard_schemas_and_resources_skip_the_intraday_table(
+    bq_host, fake: FakeBigQuery, ga4_intraday: str, credentials
+) -> None:
+    fake.add_ga4_export(PROJECT, "analytics_789", start="2026-09-01", days=0, intraday=True)  # only today so far
+    async with bq_host() as host:
+        table = await host.call("autocontext", {"resource_id": f"{PROJECT}.{ga4_intraday}.events_*"}, meta(credentials))
+        assert table.model_response[0]["data"][0]["schema_of"] == "events_20260903"
+        dataset = await host.call(
+            "autocontext", {"resource_id": f"{PROJECT}.{ga4_intraday}", "request_data": ["tables"]}, meta(credentials)
+        )
+        events = next(t for t in dataset.model_response[0]["data"] if t["table"].endswith(".events_*"))
+        assert (events["shards"], events["latest_shard"]) == (3, "events_20260903")
+        no_shard = await host.call(
+            "autocontext", {"resource_id": f"{PROJECT}.analytics_789.events_*"}, meta(credentials)
+        )
+        assert no_shard.error_name == "ACP_RESOURCE_NOT_FOUND" and "name_YYYYMMDD" in no_shard.error["message"]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from connectors.bigquery.api import TableItem
 from connectors.bigquery.blocks import group_tables
 from connectors.bigquery.fields import flatten, header, load_schema
+from connectors.bigquery.resources import date_shards
 
 NESTED = [
     {"name": "event_date", "type": "STRING"},
@@ -137,3 +140,17 @@ def test_rest_rows_decode_to_python_values() -> None:
     assert empty == (None,) * len(fields)
     seconds = row_decoder([{"name": "ts", "type": "TIMESTAMP"}])([{"f": [{"v": "1.5E9"}]}])
     assert seconds == [(dt.datetime(2017, 7, 14, 2, 40, tzinfo=dt.UTC),)]
+
+
+@pytest.mark.parametrize(
+    ("wildcard", "expected"),
+    [
+        ("events_*", ["events_20260831", "events_20260901"]),
+        ("events_202609*", ["events_20260901"]),
+        ("events_intraday_*", ["events_intraday_20260902"]),
+        ("ev*", []),  # not one shard group: its name_ is longer than the prefix
+    ],
+)
+def test_a_wildcard_names_the_date_shards_of_its_own_group(wildcard: str, expected: list[str]) -> None:
+    ids = ["events_20260901", "events_20260831", "events_intraday_20260902", "events_2026091x", "users"]
+    assert date_shards(ids, wildcard) == expected

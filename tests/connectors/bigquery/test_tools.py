@@ -290,6 +290,18 @@ async def test_get_table(bq_host, fake: FakeBigQuery, credentials) -> None:
         assert missing.error_name == "ACP_RESOURCE_NOT_FOUND"
 
 
+async def test_get_table_on_a_wildcard_skips_the_intraday_table(bq_host, ga4_intraday: str, credentials) -> None:
+    async with bq_host() as host:
+        result = await host.call("get_table", {"resource_id": f"{PROJECT}.{ga4_intraday}.events_*"}, meta(credentials))
+        data = result.model_response
+        assert (data["shards"], data["first_shard"]) == (3, "events_20260901")
+        assert data["latest_shard"] == data["schema_of"] == "events_20260903"
+        intraday = await host.call(
+            "get_table", {"resource_id": f"{PROJECT}.{ga4_intraday}.events_intraday_*"}, meta(credentials)
+        )
+        assert intraday.model_response["latest_shard"] == "events_intraday_20260904"
+
+
 LOAD_HEADERS = [
     {"name": "day", "type": "date"},
     {"name": "visits", "type": "integer"},
