@@ -98,8 +98,9 @@ async def fetch_tables(ref: ResourceRef, ctx: CallContext) -> Any:
             )
         entry["partitioning"] = group.item.partitioning
         if group.item.partitioning and group.item.partitioning.get("field"):
+            # Its own key: partitioned shards need both filters, _TABLE_SUFFIX and the partition column.
             column = group.item.partitioning["field"]
-            entry["query_hint"] = f"Filter on {column} so BigQuery reads (and bills) only the partitions you need."
+            entry["partition_hint"] = f"Filter on {column} so BigQuery reads (and bills) only the partitions you need."
         if group.item.clustering:
             entry["clustering"] = group.item.clustering
         out.append(entry)

@@ -85,3 +85,20 @@ async def test_wildcard_schemas_and_resources_skip_the_intraday_table(
             "autocontext", {"resource_id": f"{PROJECT}.analytics_789.events_*"}, meta(credentials)
         )
         assert no_shard.error_name == "ACP_RESOURCE_NOT_FOUND" and "name_YYYYMMDD" in no_shard.error["message"]
+
+
+async def test_partitioned_shards_keep_both_the_table_suffix_and_the_partition_hint(
+    bq_host, fake: FakeBigQuery, credentials
+) -> None:
+    fake.add_dataset(PROJECT, "sharded_parts")
+    for day in ("20260901", "20260902"):
+        schema = [{"name": "ts", "type": "TIMESTAMP"}, {"name": "amount", "type": "INTEGER"}]
+        partitioning = {"type": "DAY", "field": "ts"}
+        fake.add_table(PROJECT, "sharded_parts", f"sales_{day}", schema, partitioning=partitioning)
+    async with bq_host() as host:
+        result = await host.call(
+            "autocontext", {"resource_id": f"{PROJECT}.sharded_parts", "request_data": ["tables"]}, meta(credentials)
+        )
+    (sales,) = result.model_response[0]["data"]
+    assert sales["table"] == f"{PROJECT}.sharded_parts.sales_*" and sales["shards"] == 2
+    assert "_TABLE_SUFFIX" in sales["query_hint"] and "ts" in sales["partition_hint"]
