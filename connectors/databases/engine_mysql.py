@@ -63,7 +63,7 @@ from shared import (
     UpstreamError,
 )
 from shared.protocol import ColumnType
-from shared.sql import SEVERAL_STATEMENTS
+from shared.sql import SEVERAL_STATEMENTS, check_query_only
 
 from .engine import ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
 
@@ -71,19 +71,24 @@ log = logging.getLogger(__name__)
 
 FORBIDDEN_FUNCTIONS = frozenset(
     {
-        # files: reads any file the server can read (FILE privilege; secure_file_priv may be unset)
-        "load_file",
+        # files: reads any file the server can read (FILE privilege; secure_file_priv may be unset),
+        # and MariaDB's reader of binary log files
+        "load_file", "binlog_gtid_pos",
         # named locks: they outlive the rolled-back transaction and can block other sessions
         "get_lock", "release_lock", "release_all_locks",
         # waits and CPU burners that no report needs
         "benchmark", "master_pos_wait", "master_gtid_wait", "source_pos_wait", "wait_for_executed_gtid_set",
-        "wait_until_sql_thread_after_gtids",
+        "wait_until_sql_thread_after_gtids", "wsrep_sync_wait_upto_gtid",
         # MariaDB sequences: advancing or setting one is a write (the READ ONLY transaction refuses it too)
         "nextval", "setval",
-        # the well-known shell-command UDFs (lib_mysqludf_sys)
-        "sys_exec", "sys_eval", "sys_get", "sys_set", "sys_bineval",
+        # the well-known shell-command UDFs (lib_mysqludf_sys), and the Spider engine's UDFs that run
+        # SQL given as text on other servers (spider_direct_sql, spider_copy_tables, …)
+        "sys_exec", "sys_eval", "sys_get", "sys_set", "sys_bineval", "spider_*",
     }
 )  # fmt: skip
+# information_schema tables that reset the InnoDB compression statistics when read (verified on
+# MariaDB 10.11: a SELECT is enough).
+FORBIDDEN_RELATIONS = frozenset({"innodb_cmp_reset", "innodb_cmpmem_reset", "innodb_cmp_per_index_reset"})
 # Allowed on purpose: SLEEP() (bounded by statement_timeout_s like any slow query), IS_FREE_LOCK()
 # and IS_USED_LOCK() (they only read lock state), UUID()/UUID_SHORT() (a server counter, no data),
 # LASTVAL() and PREVIOUS VALUE FOR (read a sequence), LAST_INSERT_ID(expr) (a session value only).
@@ -955,7 +960,7 @@ class MysqlEngine(Engine):
 
     def check_sql(self, sql: str) -> list[str]:
         check_mysql_specifics(sql)
-        return super().check_sql(sql)
+        return check_query_only(sql, self.dialect, self.forbidden_functions, FORBIDDEN_RELATIONS)
 
     def identify(self, credentials: dict[str, Any]) -> Principal:
         settings = settings_of(credentials)

@@ -172,6 +172,10 @@ WRITE_ATTEMPTS: list[tuple[str, str]] = [
     ("load-xml", "LOAD XML INFILE '/etc/passwd' INTO TABLE notes"),
     ("load-file", "SELECT LOAD_FILE('/etc/passwd') AS secret"),
     ("load-file-in-subquery", "SELECT id FROM customers WHERE name = (SELECT LOAD_FILE('/etc/hostname'))"),
+    ("load-file-backticks", "SELECT `load_file`('/etc/passwd') AS secret"),
+    ("load-file-hex-path", "SELECT LOAD_FILE(0x2f6574632f706173737764) AS secret"),
+    ("load-file-in-convert", "SELECT CONVERT(LOAD_FILE('/etc/passwd') USING utf8mb4) AS secret"),
+    ("binlog-gtid-pos", "SELECT BINLOG_GTID_POS('mysql-bin.000001', 4)"),
     # transactions and several statements
     ("commit-then-drop", "COMMIT; DROP TABLE notes"),
     ("rollback-then-delete", "ROLLBACK; DELETE FROM notes"),
@@ -213,6 +217,15 @@ WRITE_ATTEMPTS: list[tuple[str, str]] = [
     ("for-update-in-subquery", "SELECT * FROM customers WHERE id IN (SELECT customer_id FROM orders FOR UPDATE)"),
     ("get-lock", "SELECT GET_LOCK('acp_corpus', 10)"),
     ("release-all-locks", "SELECT RELEASE_ALL_LOCKS()"),
+    ("release-lock", "SELECT RELEASE_LOCK('acp_corpus')"),
+    ("master-gtid-wait", "SELECT MASTER_GTID_WAIT('0-1-1', 0.1)"),
+    ("wsrep-sync-wait", "SELECT WSREP_SYNC_WAIT_UPTO_GTID('0-1-1')"),
+    ("sys-exec", "SELECT sys_exec('touch {f1}')"),
+    ("spider-direct-sql", "SELECT spider_direct_sql('DROP TABLE notes', 'tmp', 'srv \"x\"')"),
+    # information_schema tables whose read resets InnoDB statistics
+    ("innodb-cmp-reset", "SELECT * FROM information_schema.INNODB_CMP_RESET"),
+    ("innodb-cmpmem-reset", "SELECT * FROM information_schema.innodb_cmpmem_reset"),
+    ("innodb-cmp-per-index-reset", "SELECT * FROM INFORMATION_SCHEMA.`INNODB_CMP_PER_INDEX_RESET`"),
     ("benchmark", "SELECT BENCHMARK(1000000000, MD5('x'))"),
     ("handler-open", "HANDLER notes OPEN"),
     ("handler-read", "HANDLER notes READ FIRST"),
@@ -347,6 +360,18 @@ def test_no_object_database_user_or_grant_appeared(corpus_run: CorpusRun) -> Non
     for key in ("objects", "definitions", "routines", "triggers", "events", "indexes", "databases", "users",
                 "grants", "globals", "sequence"):  # fmt: skip
         assert after.get(key) == before.get(key), key
+
+
+def test_no_response_carries_the_contents_of_a_load_file_target(corpus_run: CorpusRun, mysql_database: Any) -> None:
+    # The files as the server reads them (root, secure_file_priv unset): a leak would be visible.
+    passwd = mysql_database.scalar("SELECT LOAD_FILE('/etc/passwd')").decode()
+    lines = [line for line in passwd.splitlines() if len(line) >= 8]
+    assert lines
+    for role, answers in corpus_run.responses.items():
+        for label, response in answers.items():
+            text = everything_in(response)
+            leaked = [line for line in lines if line in text or json.dumps(line)[1:-1] in text]
+            assert not leaked, (role, label, leaked[:1])
 
 
 def test_no_file_was_written(corpus_run: CorpusRun) -> None:
