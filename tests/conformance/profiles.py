@@ -30,6 +30,11 @@ class Source:
     env: dict[str, str] = field(default_factory=dict)
     canary_credentials: tuple[dict[str, Any], ...] = ()  # invalid credentials carrying CANARY
     limits: dict[str, Any] = field(default_factory=dict)  # system-channel limits the extraction needs (cost)
+    # Per extraction tool that takes SQL: arguments whose statement would change the extracted data.
+    writes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Published resource_id examples this source does not hold: they must still be understood
+    # (ACP_RESOURCE_NOT_FOUND), while every other example resolves.
+    absent_examples: frozenset[str] = frozenset()
 
 
 # (folder, canary) -> a context manager that yields the source and cleans up after it
@@ -44,6 +49,8 @@ class Profile:
 
 # -- databases ------------------------------------------------------------------------------------
 ORDERS_SQL = "SELECT * FROM orders WHERE order_date <= '2026-07-02' ORDER BY order_id"
+DELETE_ORDERS = {"execute_sql": {"sql": "DELETE FROM orders WHERE order_date <= '2026-07-02'"}}
+EXAMPLES = frozenset({"shop", "shop.orders"})  # the databases connector's resource_id.examples
 
 
 def _demo_rows(folder: Path) -> tuple[Path, list[str], list[tuple[Any, ...]], int]:
@@ -77,6 +84,7 @@ def _sqlite(folder: Path, canary: str) -> Iterator[Source]:
         resource_id="shop",
         extraction=("execute_sql", {"sql": ORDERS_SQL}),
         extraction_rows=expected,
+        writes=DELETE_ORDERS,
         canary_credentials=(
             {"type": "sqlite", "path": str(database), "password": canary},
             {"type": "postgres_dsn", "dsn": f"postgresql://x:{canary}@"},
@@ -106,6 +114,8 @@ def _duckdb(folder: Path, canary: str) -> Iterator[Source]:
         resource_id="warehouse.main",
         extraction=("execute_sql", {"sql": ORDERS_SQL}),
         extraction_rows=expected,
+        writes=DELETE_ORDERS,
+        absent_examples=EXAMPLES,  # the database is the file's stem, warehouse
         canary_credentials=({"type": "duckdb", "path": str(path), "token": canary}, {"type": "duckdb", "path": canary}),
     )
 
@@ -145,6 +155,8 @@ def _postgres(folder: Path, canary: str) -> Iterator[Source]:
             resource_id=f"{name}.public",
             extraction=("execute_sql", {"sql": ORDERS_SQL}),
             extraction_rows=expected,
+            writes=DELETE_ORDERS,
+            absent_examples=EXAMPLES,  # a throwaway database with a random name
             canary_credentials=(
                 {"type": "postgres", "host": "127.0.0.1", "user": role, "password": canary, "database": name},
                 {"type": "postgres_dsn", "dsn": f"postgresql://{role}:{canary}@127.0.0.1:5432/{name}"},
@@ -188,6 +200,8 @@ def _mysql(folder: Path, canary: str) -> Iterator[Source]:
             resource_id=name,
             extraction=("execute_sql", {"sql": ORDERS_SQL}),
             extraction_rows=expected,
+            writes=DELETE_ORDERS,
+            absent_examples=EXAMPLES,  # a throwaway database with a random name
             canary_credentials=(
                 {"type": "mysql", "host": "127.0.0.1", "user": user, "password": canary, "database": name},
                 {"type": "mysql_dsn", "dsn": f"mysql://{user}:{canary}@127.0.0.1:3306/{name}"},
@@ -216,6 +230,9 @@ def _bigquery(folder: Path, canary: str) -> Iterator[Source]:
     with FakeBigQuery() as fake:
         fake.add_project(BQ_PROJECT)
         fake.add_ga4_export(BQ_PROJECT, BQ_DATASET, start=dt.date(2026, 9, 1), days=3, events_per_day=100)
+        # The connector's resource_id.examples, so that each one resolves for real.
+        fake.add_project("my-project")
+        fake.add_ga4_export("my-project", "analytics_123", start=dt.date(2026, 9, 1), days=1, events_per_day=5)
         rows = [r for day in ("20260901", "20260902") for r in fake.rows(BQ_PROJECT, BQ_DATASET, f"events_{day}")]
         expected = sum(1 for r in rows if r["event_name"] == "page_view")
         info = fake.oauth.service_account_info(BQ_PROJECT)
@@ -225,6 +242,8 @@ def _bigquery(folder: Path, canary: str) -> Iterator[Source]:
             resource_id=f"{BQ_PROJECT}.{BQ_DATASET}",
             extraction=("execute_query", {"query": BQ_QUERY}),
             extraction_rows=expected,
+            # The fake classifies the statement (statementType DELETE) as BigQuery's dry run does.
+            writes={"execute_query": {"query": f"DELETE FROM `{BQ_PROJECT}.{BQ_DATASET}.events_20260901` WHERE TRUE"}},
             env={
                 "ACP_BIGQUERY_ENDPOINT": fake.url,
                 "ACP_GOOGLE_TOKEN_URI": fake.oauth.token_uri,

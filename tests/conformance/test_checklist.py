@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from pathlib import Path
@@ -12,6 +13,8 @@ from acp_spec import COLUMN_TYPES, SYSTEM_INFO_REQUIRED
 from conformance_support import CANARY, ConformanceSource, started
 from discovery import connector_folders, connector_ids
 from profiles import PROFILES, cases
+
+from shared.host import AcpHost
 
 pytestmark = pytest.mark.anyio
 CONNECTORS = connector_ids()
@@ -263,3 +266,111 @@ async def test_canary_secrets_never_leave_the_server(
     assert source.canary_credentials and all(CANARY in json.dumps(c) for c in source.canary_credentials)
     leaks = [text[:200] for text in seen if CANARY in text]
     assert not leaks, leaks
+
+
+@pytest.mark.parametrize(("connector", "variant"), cases())
+async def test_extraction_tools_never_write(connector: str, variant: str, conformance: ConformanceSource) -> None:
+    """Spec 10.4, 10.6: access_mode defaults to onlyRead, and a write statement sent to any SQL
+    extraction tool is ACP_READ_ONLY_VIOLATION in every access mode, with the data untouched."""
+    source = conformance.source
+    tool, arguments = source.extraction
+    meta = {"credentials": source.credentials, "autocontext_delivered": True, **source.limits}
+    async with started(connector, conformance) as host:
+        cap = host.server_capability or {}
+        access_mode = cap.get("config_schema", {}).get("properties", {}).get("access_mode")
+        if access_mode is not None:
+            assert access_mode["default"] == "onlyRead"
+        tools = {t["name"]: t for t in await host.list_tools()}
+        takes_sql = {
+            name
+            for name in cap["extraction_tools"]
+            if any(
+                p.get("contentMediaType") == "application/sql"
+                for p in tools[name]["inputSchema"]["properties"].values()
+            )
+        }
+        assert set(source.writes) == takes_sql, "profiles.py: give a write statement for each SQL extraction tool"
+        for mode in access_mode["enum"] if access_mode is not None else [None]:
+            config = {"config": {"access_mode": mode}} if mode is not None else {}
+            for name, write in source.writes.items():
+                refused = await host.call(name, {"resource_id": source.resource_id, **write}, {**meta, **config})
+                assert refused.error_name == "ACP_READ_ONLY_VIOLATION", (name, mode, refused.error)
+        after = await host.call(tool, {"resource_id": source.resource_id, **arguments}, meta)
+        assert after.model_response["total_rows"] == source.extraction_rows
+
+
+def _is_value_of(kind: str, value: Any) -> bool:
+    """Spec 8.6: the JSON value each column type carries (any cell may be null)."""
+    if value is None:
+        return True
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "json":
+        return isinstance(value, (dict, list))
+    if not isinstance(value, str):
+        return False
+    try:
+        if kind == "date":
+            return re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) is not None and bool(dt.date.fromisoformat(value))
+        return kind == "datetime" and bool(dt.datetime.fromisoformat(value.replace("Z", "+00:00")))
+    except ValueError:
+        return False
+
+
+@pytest.mark.parametrize(("connector", "variant"), cases())
+async def test_rows_hold_values_of_their_header_types(
+    connector: str, variant: str, conformance: ConformanceSource
+) -> None:
+    source = conformance.source
+    tool, arguments = source.extraction
+    meta = {"credentials": source.credentials, "autocontext_delivered": True, **source.limits}
+    async with started(connector, conformance) as host:
+        result = await host.call(tool, {"resource_id": source.resource_id, **arguments}, meta)
+        rows = result.rows()
+    headers = {h["name"]: h["type"] for h in result.system_data["headers"]}
+    assert len(rows) == source.extraction_rows
+    wrong = [(name, row[name]) for row in rows for name, kind in headers.items() if not _is_value_of(kind, row[name])]
+    assert not wrong, (headers, wrong[:5])
+
+
+@pytest.mark.parametrize(("connector", "variant"), cases())
+async def test_published_resource_examples_resolve(
+    connector: str, variant: str, conformance: ConformanceSource
+) -> None:
+    """Spec 6.1: the server accepts the examples it publishes in resource_id.examples."""
+    source = conformance.source
+    meta = {"credentials": source.credentials, **source.limits}
+    async with started(connector, conformance) as host:
+        examples = (host.server_capability or {})["resource_id"]["examples"]
+        assert source.absent_examples <= set(examples)
+        for example in examples:
+            result = await host.call("autocontext", {"resource_id": example}, meta)
+            if example in source.absent_examples:
+                assert result.error_name == "ACP_RESOURCE_NOT_FOUND", (example, result.error)
+            else:
+                assert not result.is_error, (example, result.error)
+                assert result.system_info["resource_id"] is not None
+
+
+@pytest.mark.parametrize("connector", CONNECTORS)
+async def test_resource_id_is_published_exactly_where_a_tool_needs_one(connector: str) -> None:
+    """Spec 6.2: a tool that needs a resource publishes an optional resource_id string whose
+    description repeats resource_id.description; a tool with requiresResource false publishes none."""
+    declaration = __import__(f"connectors.{connector}", fromlist=["CONNECTOR"]).CONNECTOR
+    async with AcpHost.for_module(connector) as host:
+        cap = host.server_capability or {}
+        published = {t["name"]: t["inputSchema"] for t in await host.list_tools()}
+    for tool in declaration.tools:
+        schema = published[tool.name]
+        if tool.requires_resource and declaration.resources.used:
+            assert schema["properties"]["resource_id"]["type"] == "string", tool.name
+            assert cap["resource_id"]["description"] in schema["properties"]["resource_id"]["description"]
+            assert "resource_id" not in schema.get("required", []), tool.name
+        else:
+            assert "resource_id" not in schema["properties"], tool.name
