@@ -14,6 +14,7 @@ from bigquery_support import DATASET, PROJECT, daily_rows, ga4_rows, meta
 from fakes.bigquery import FakeBigQuery
 
 from connectors.bigquery.cost import TIB
+from connectors.bigquery.tools import PAGE_SIZE
 from shared.host import HostTable
 
 pytestmark = pytest.mark.anyio
@@ -245,6 +246,24 @@ async def test_cancelling_a_call_cancels_its_job(bq_host, fake: FakeBigQuery, cr
             assert again.model_response["valid"] is True  # the server keeps serving
     finally:
         fake.job_duration_s = 0
+
+
+async def test_a_call_cancelled_while_pages_arrive_fetches_no_more_pages(
+    bq_host, fake: FakeBigQuery, credentials
+) -> None:
+    pages = 5
+    sql = f"SELECT x FROM UNNEST(GENERATE_ARRAY(1, {pages * PAGE_SIZE})) AS x"  # reads no table: free
+    fake.slow("jobs.getQueryResults", 1.0, times=2 * pages)
+    try:
+        async with bq_host() as host:
+            with anyio.move_on_after(2.5):
+                await host.call("execute_query", {"query": sql}, meta(credentials))
+            await anyio.sleep(pages)  # time enough to fetch every page, had the paging gone on
+            job_id = fake.executed[-1].job_id
+            fetched = [r for r in fake.requests_for_job(job_id) if r.route == "jobs.getQueryResults"]
+            assert fake.executed[-1].outcome == "done" and 1 <= len(fetched) < pages
+    finally:
+        fake.http.clear_faults()
 
 
 async def test_job_timeout_cancels_the_job(bq_host, fake: FakeBigQuery, credentials) -> None:
