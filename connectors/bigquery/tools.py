@@ -42,7 +42,7 @@ from .cost import (
 )
 from .fields import flatten, headers, load_schema
 from .resources import api_settings, date_shards
-from .sqlcheck import allowed_patterns, check_allowed, tables_in_sql
+from .sqlcheck import allowed_patterns, check_allowed, reads_in_sql, split_table
 
 DEFAULT_JOB_TIMEOUT_S = 600
 DEFAULT_MAX_ROWS = 5_000_000
@@ -111,10 +111,18 @@ async def _dry_run(ctx: CallContext, sql: str, tool: str) -> tuple[ResourceRef, 
     return ref, settings, dry
 
 
-def _check_datasets(ctx: CallContext, ref: ResourceRef, dry: api.DryRun, sql: str) -> None:
+async def _check_datasets(
+    ctx: CallContext, ref: ResourceRef, settings: api.Settings, dry: api.DryRun, sql: str
+) -> None:
     dataset = ref.parts[1] if len(ref.parts) >= 2 else None
     patterns = allowed_patterns(ctx.config.get("allowed_datasets"))
-    check_allowed(patterns, dry.referenced_tables, sql, ref.parts[0], dataset)
+
+    def table_kind(name: str) -> str:
+        return api.get_table(settings, *split_table(name)).kind
+
+    await ctx.run_blocking(
+        lambda: check_allowed(patterns, dry.referenced_tables, sql, ref.parts[0], dataset, table_kind)
+    )
 
 
 def _shown_sql(sql: str) -> str:
@@ -127,7 +135,7 @@ async def execute_query(arguments: dict[str, Any], ctx: CallContext) -> Extracti
     sql = str(arguments["query"])
     ref, settings, dry = await _dry_run(ctx, sql, "execute_query")
     _require_select(dry.statement_type)
-    _check_datasets(ctx, ref, dry, sql)
+    await _check_datasets(ctx, ref, settings, dry, sql)
     preflight = _preflight(ctx, dry)
     preflight.check()
 
@@ -224,7 +232,7 @@ async def execute_query(arguments: dict[str, Any], ctx: CallContext) -> Extracti
 async def validate_query(arguments: dict[str, Any], ctx: CallContext) -> Info:
     sql = str(arguments["query"])
     try:
-        ref, _settings, dry = await _dry_run(ctx, sql, "validate_query")
+        ref, settings, dry = await _dry_run(ctx, sql, "validate_query")
     except Exception as exc:
         # A query BigQuery rejects is an answer here, not a failure: the model fixes the SQL.
         mapped = exc if isinstance(exc, InvalidArguments) else api.translate(exc)
@@ -245,7 +253,7 @@ async def validate_query(arguments: dict[str, Any], ctx: CallContext) -> Info:
     if not read_only:
         notes.append(f"execute_query refuses it: only SELECT statements run (this is {dry.statement_type}).")
     try:
-        _check_datasets(ctx, ref, dry, sql)
+        await _check_datasets(ctx, ref, settings, dry, sql)
     except InvalidArguments as refusal:
         notes.append(refusal.message)
     data: dict[str, Any] = {
@@ -271,7 +279,8 @@ async def validate_query(arguments: dict[str, Any], ctx: CallContext) -> Info:
 
 def _referenced(sql: str, ref: ResourceRef, dry: api.DryRun) -> list[str]:
     """Tables as the SQL names them (wildcards kept), plus any the dry run adds (views' sources)."""
-    named = tables_in_sql(sql, ref.parts[0], ref.parts[1] if len(ref.parts) >= 2 else None) or set()
+    reads = reads_in_sql(sql, ref.parts[0], ref.parts[1] if len(ref.parts) >= 2 else None)
+    named = reads.tables if reads else set()
     wildcards = [n[:-1] for n in named if n.endswith("*")]
     extra = {t for t in dry.referenced_tables if t not in named and not any(t.startswith(w) for w in wildcards)}
     return sorted(named | extra)

@@ -6,10 +6,23 @@ import json
 
 import pytest
 
-from connectors.bigquery.sqlcheck import allowed_patterns, check_allowed, split_table, tables_in_sql
+from connectors.bigquery.sqlcheck import allowed_patterns, check_allowed, reads_in_sql, split_table
 from shared import InvalidArguments
 
 ALLOWED = allowed_patterns(json.dumps([r"analytics_\d+", r"my-proj\.reporting"]))
+
+
+def tables_in_sql(sql: str, project: str, dataset: str | None) -> set[str] | None:
+    reads = reads_in_sql(sql, project, dataset)
+    return reads.tables if reads else None
+
+
+def base_table(name: str) -> str:
+    return "TABLE"
+
+
+def no_lookup(name: str) -> str:
+    raise AssertionError(f"tables.get {name}: not needed below 50 referenced tables")
 
 
 def test_tables_are_qualified_with_the_default_project_and_dataset_and_ctes_are_skipped() -> None:
@@ -26,9 +39,9 @@ def test_tables_are_qualified_with_the_default_project_and_dataset_and_ctes_are_
 
 def test_allowed_tables_pass_and_any_other_is_refused_naming_it() -> None:
     sql = "SELECT event_name FROM `my-proj.analytics_123.events_*` JOIN `my-proj.reporting.users` USING (id)"
-    check_allowed(ALLOWED, ["my-proj.analytics_123.events_20260901"], sql, "my-proj", None)
+    check_allowed(ALLOWED, ["my-proj.analytics_123.events_20260901"], sql, "my-proj", None, no_lookup)
     with pytest.raises(InvalidArguments) as caught:
-        check_allowed(ALLOWED, [], "SELECT * FROM `my-proj.billing.invoices`", "my-proj", None)
+        check_allowed(ALLOWED, [], "SELECT * FROM `my-proj.billing.invoices`", "my-proj", None, no_lookup)
     assert "my-proj.billing.invoices" in caught.value.message and "allowed_datasets" in caught.value.message
 
 
@@ -36,7 +49,12 @@ def test_a_table_only_the_dry_run_sees_is_refused() -> None:
     # A view in an allowed dataset that reads a table elsewhere: the dry run lists the source.
     with pytest.raises(InvalidArguments):
         check_allowed(
-            ALLOWED, ["my-proj.secret.salaries"], "SELECT * FROM `my-proj.reporting.v`", "my-proj", "reporting"
+            ALLOWED,
+            ["my-proj.secret.salaries"],
+            "SELECT * FROM `my-proj.reporting.v`",
+            "my-proj",
+            "reporting",
+            no_lookup,
         )
 
 
@@ -45,20 +63,66 @@ def test_a_table_past_the_dry_runs_50_is_still_caught_by_the_parser() -> None:
     joined = " UNION ALL ".join(f"SELECT a FROM `my-proj.analytics_1.t{i}`" for i in range(50))
     sql = f"{joined} UNION ALL SELECT a FROM `my-proj.private.t51`"
     with pytest.raises(InvalidArguments) as caught:
-        check_allowed(ALLOWED, listed, sql, "my-proj", None)
+        check_allowed(ALLOWED, listed, sql, "my-proj", None, base_table)
     assert "my-proj.private.t51" in caught.value.message
 
 
 def test_unparsable_queries_are_refused_only_when_datasets_are_restricted() -> None:
     with pytest.raises(InvalidArguments) as caught:
-        check_allowed(ALLOWED, [], "SELECT ((", "my-proj", None)
+        check_allowed(ALLOWED, [], "SELECT ((", "my-proj", None, no_lookup)
     assert "could not be checked" in caught.value.message
-    check_allowed([], [], "SELECT ((", "my-proj", None)  # no restriction: BigQuery itself judges the SQL
+    check_allowed([], [], "SELECT ((", "my-proj", None, no_lookup)  # no restriction: BigQuery itself judges the SQL
 
 
 def test_patterns_are_case_sensitive_and_domain_scoped_projects_split_right() -> None:
     with pytest.raises(InvalidArguments):
-        check_allowed(ALLOWED, [], "SELECT 1 FROM `my-proj.ANALYTICS_1.t`", "my-proj", None)
+        check_allowed(ALLOWED, [], "SELECT 1 FROM `my-proj.ANALYTICS_1.t`", "my-proj", None, no_lookup)
     assert split_table("example.com:proj.ds.t") == ("example.com:proj", "ds", "t")
     domain = allowed_patterns('["example\\\\.com:proj\\\\.ds"]')
-    check_allowed(domain, ["example.com:proj.ds.t"], "SELECT 1 FROM `example.com:proj.ds.t`", "x", None)
+    check_allowed(domain, ["example.com:proj.ds.t"], "SELECT 1 FROM `example.com:proj.ds.t`", "x", None, no_lookup)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM analytics_1.tvf(1)",
+        "SELECT * FROM `my-proj.analytics_1.tvf`(1) AS t",
+        "SELECT * FROM EXTERNAL_QUERY('my-proj.eu.conn', 'SELECT 1')",
+        "SELECT * FROM ML.PREDICT(MODEL analytics_1.m, TABLE analytics_1.t)",
+    ],
+)
+def test_table_functions_are_refused_when_datasets_are_restricted(sql: str) -> None:
+    # Their tables are invisible to the parser; the dry run lists them only up to 50.
+    with pytest.raises(InvalidArguments) as caught:
+        check_allowed(ALLOWED, [], sql, "my-proj", "analytics_1", no_lookup)
+    assert "table function" in caught.value.message
+    check_allowed([], [], sql, "my-proj", "analytics_1", no_lookup)
+
+
+LISTED = [f"my-proj.analytics_1.t{i:02d}" for i in range(50)]  # a full list: maybe truncated
+
+
+def test_past_50_tables_a_view_is_refused_since_the_list_may_hide_what_it_reads() -> None:
+    # analytics_1.v reads the 50 listed tables and, past the list, a secret one.
+    kinds = {"my-proj.analytics_1.v": "VIEW"}
+    with pytest.raises(InvalidArguments) as caught:
+        check_allowed(ALLOWED, LISTED, "SELECT a FROM analytics_1.v", "my-proj", None, kinds.__getitem__)
+    assert "my-proj.analytics_1.t00 without naming it" in caught.value.message
+    named = " UNION ALL ".join(f"SELECT a FROM `{t}`" for t in [*LISTED, "my-proj.analytics_1.v"])
+    with pytest.raises(InvalidArguments) as caught:
+        check_allowed(ALLOWED, LISTED, named, "my-proj", None, lambda n: kinds.get(n, "TABLE"))
+    assert "my-proj.analytics_1.v is a view" in caught.value.message
+    for kind in ("MATERIALIZED_VIEW", "SOMETHING_NEW"):  # fail-closed: only known base kinds pass
+        with pytest.raises(InvalidArguments):
+            check_allowed(ALLOWED, LISTED, named, "my-proj", None, lambda n, kind=kind: kind)
+
+
+def test_past_50_tables_named_base_tables_and_wildcards_pass() -> None:
+    named = " UNION ALL ".join(f"SELECT a FROM `{t}`" for t in LISTED)
+    check_allowed(ALLOWED, LISTED, named, "my-proj", None, base_table)
+    shards = [f"my-proj.analytics_1.events_2026{m:02d}{d:02d}" for m in (8, 9) for d in range(1, 26)]
+    check_allowed(ALLOWED, shards, "SELECT 1 FROM `my-proj.analytics_1.events_*`", "my-proj", None, no_lookup)
+
+
+def test_below_50_tables_the_dry_runs_list_is_complete_and_views_need_no_lookup() -> None:
+    check_allowed(ALLOWED, LISTED[:49], "SELECT a FROM analytics_1.v", "my-proj", None, no_lookup)

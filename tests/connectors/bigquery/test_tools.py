@@ -211,6 +211,45 @@ async def test_allowed_datasets_refuse_before_running(bq_host, fake: FakeBigQuer
         assert allowed.kind == "extraction"
 
 
+async def test_allowed_datasets_refuse_a_view_hiding_a_table_past_the_dry_runs_50(
+    bq_host, fake: FakeBigQuery, credentials
+) -> None:
+    # A view in an allowed dataset reads 50 allowed tables and a secret one; BigQuery lists only 50.
+    schema = [{"name": "a", "type": "INTEGER"}]
+    fake.add_dataset(PROJECT, "analytics_9")
+    fake.add_dataset(PROJECT, "secret")
+    allowed = [f"`{PROJECT}.analytics_9.t{i:02d}`" for i in range(50)]
+    for i in range(50):
+        fake.add_table(PROJECT, "analytics_9", f"t{i:02d}", schema, [{"a": i}])
+    fake.add_table(PROJECT, "secret", "s", schema, [{"a": 999}])
+    union = " UNION ALL ".join(f"SELECT a FROM {t}" for t in [*allowed, f"`{PROJECT}.secret.s`"])
+    fake.add_table(PROJECT, "analytics_9", "v", None, kind="VIEW", view_query=union)
+    fake.add_ga4_export(PROJECT, "analytics_60", start="2026-07-01", days=60, events_per_day=5)
+    config = {"allowed_datasets": json.dumps([r"analytics_\d+"])}
+    async with bq_host() as host:
+        before = len(fake.executed)
+        view = await host.call(
+            "execute_query", {"query": f"SELECT a FROM `{PROJECT}.analytics_9.v`"}, meta(credentials, config=config)
+        )
+        assert f"{PROJECT}.secret.s" in fake.dry_runs[-1].referenced_tables  # read, but past the 50 listed
+        assert view.error_name == "ACP_INVALID_ARGUMENTS" and "without naming it" in view.error["message"]
+        assert len(fake.executed) == before
+        validated = await host.call(
+            "validate_query", {"query": f"SELECT a FROM `{PROJECT}.analytics_9.v`"}, meta(credentials, config=config)
+        )
+        assert any("without naming it" in note for note in validated.model_response["notes"])
+
+        named = " UNION ALL ".join(f"SELECT a FROM {t}" for t in allowed)
+        tables = await host.call("execute_query", {"query": named}, meta(credentials, config=config))
+        assert tables.kind == "extraction" and tables.model_response["total_rows"] == 50
+        shards = await host.call(
+            "execute_query",
+            {"query": f"SELECT COUNT(*) AS n FROM `{PROJECT}.analytics_60.events_*`"},
+            meta(credentials, config=config),
+        )
+        assert shards.kind == "extraction" and shards.rows() == [{"n": 60 * 5}]
+
+
 async def test_session_budget_accumulates_per_conversation(bq_host, fake: FakeBigQuery, credentials) -> None:
     sql = f"SELECT event_name, user_pseudo_id FROM {EVENTS} WHERE _TABLE_SUFFIX = '20260901'"
     async with bq_host() as host:
