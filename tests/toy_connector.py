@@ -11,6 +11,7 @@ black-box tests can check effects at the source.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import sys
 import threading
@@ -88,6 +89,16 @@ CREDENTIALS_SCHEMA = {
 }
 
 
+def key_fingerprint(credentials: dict[str, Any]) -> str:
+    """Names the secret a call runs with without revealing it: isolation tests compare it per session."""
+    secret = str(credentials.get("api_key") or credentials.get("access_token") or "")
+    return hashlib.sha256(secret.encode()).hexdigest()[:8]
+
+
+def _account(credentials: dict[str, Any]) -> str:
+    return str(credentials.get("account") or credentials.get("email") or "?")
+
+
 def identify(credentials: dict[str, Any]) -> Principal:
     if credentials["type"] == "api_key":
         return Principal(identity=f"toy:{credentials['account']}", secrets=(str(credentials["api_key"]),))
@@ -96,7 +107,7 @@ def identify(credentials: dict[str, Any]) -> Principal:
 
 async def authenticate(credentials: dict[str, Any], ctx: CallContext) -> None:
     secret = str(credentials.get("api_key") or credentials.get("access_token") or "")
-    _record("authenticate.log", credentials.get("account") or credentials.get("email") or "?")
+    _record("authenticate.log", _account(credentials))
     if secret.startswith("bad"):
         raise CredentialsInvalid("The toy source rejected these credentials. Ask the user to re-enter the API key.")
 
@@ -127,7 +138,9 @@ async def check(ref: ResourceRef, ctx: CallContext) -> None:
 
 async def fetch_fields(ref: ResourceRef, ctx: CallContext) -> Any:
     _record("fields.log", ref.id)
-    return [{"name": "sessions", "type": "integer"}, {"name": "revenue", "type": "number"}]
+    # Each account has a field of its own, so a block cached for one identity is recognisable in another.
+    owner = {"name": "account", "type": "string", "description": f"Rows of {_account(ctx.require_credentials())}."}
+    return [{"name": "sessions", "type": "integer"}, {"name": "revenue", "type": "number"}, owner]
 
 
 async def fetch_slow(ref: ResourceRef, ctx: CallContext) -> Any:
@@ -143,13 +156,14 @@ async def fetch_segment(ref: ResourceRef, ctx: CallContext) -> Any:
     return {"segment": ref.parts[1]}
 
 
-def _rows(count: int, start: dt.date) -> list[dict[str, Any]]:
+def _rows(count: int, start: dt.date, key: str) -> list[dict[str, Any]]:
     return [
         {
             "date": (start + dt.timedelta(days=i % 30)).isoformat(),
             "channel": ("Organic", "Paid", "Direct")[i % 3],
             "sessions": i * 10,
             "revenue": Decimal("0.10") * i,
+            "key": key,
         }
         for i in range(count)
     ]
@@ -166,15 +180,18 @@ async def report(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
                 {"name": "channel", "type": "string", "role": "dimension"},
                 {"name": "sessions", "type": "integer", "role": "metric"},
                 {"name": "revenue", "type": "number", "role": "metric"},
+                {"name": "key", "type": "string", "role": "dimension"},
             ]
         )
-        writer.extend(_rows(count, start))
+        # The rows name the credential that read them, so a row served to another session shows.
+        writer.extend(_rows(count, start, key_fingerprint(ctx.require_credentials())))
         return writer.finish()
 
     table = await ctx.run_blocking(build)
     return Extraction(
         tables=[table],
-        description=f"Toy report of {ctx.require_resource().id}. Metrics: sessions, revenue. Dimensions: date, channel.",
+        description=f"Toy report of {ctx.require_resource().id}. Metrics: sessions, revenue. "
+        "Dimensions: date, channel, key.",
         totals={"sessions": sum(i * 10 for i in range(count))},
         extra={"quota": {"used": 1}},
         applied_arguments={"rows": count},
@@ -299,7 +316,13 @@ async def echo_config(arguments: dict[str, Any], ctx: CallContext) -> Info:
 
 async def whoami(arguments: dict[str, Any], ctx: CallContext) -> Info:
     principal = ctx.principal
-    return Info(data={"identity": principal.identity if principal else None, "row_limit": ctx.settings.row_limit})
+    return Info(
+        data={
+            "identity": principal.identity if principal else None,
+            "key": key_fingerprint(ctx.require_credentials()),
+            "row_limit": ctx.settings.row_limit,
+        }
+    )
 
 
 async def open_url(arguments: dict[str, Any], ctx: CallContext) -> Info:

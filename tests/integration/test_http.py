@@ -14,7 +14,7 @@ import anyio
 import pytest
 from http_support import HttpServer, http_server
 from toy_connector import COMMAND as TOY
-from toy_connector import TEST_CREDENTIALS
+from toy_connector import TEST_CREDENTIALS, key_fingerprint
 
 from shared.host import AcpHost, HostProtocolError, HostTable
 from shared.http import HttpOptions, StartRefused, check_options
@@ -97,12 +97,20 @@ async def test_extraction_on_both_paths_and_health(toy_http) -> None:
 
 
 async def test_fifty_concurrent_sessions_never_see_each_other(toy_http) -> None:
-    """Spec 3.2: configuration, credentials, effective limits and on_first_call are per HTTP session."""
+    """Spec 3.2: configuration, credentials, effective limits, caches and on_first_call are per HTTP session.
+
+    Every answer that depends on the credential names it: whoami and the report rows carry a
+    fingerprint of the api_key, the fields block names the account, so a leak shows as a stranger's.
+    """
     canaries = [f"CANARY-{i:02d}-{secrets.token_hex(8)}" for i in range(50)]
+    keys = [key_fingerprint({"api_key": canary}) for canary in canaries]
+    assert len(set(keys)) == 50
     transcripts: dict[int, str] = {}
 
     async def session(server: HttpServer, i: int) -> None:
-        credentials = {"type": "api_key", "account": f"acct-{i:02d}", "api_key": canaries[i]}
+        account = f"acct-{i:02d}"
+        credentials = {"type": "api_key", "account": account, "api_key": canaries[i]}
+        owner = f"Rows of {account}."
         async with AcpHost(url=server.url) as host:
             effective = (
                 await host.configure(
@@ -111,18 +119,29 @@ async def test_fifty_concurrent_sessions_never_see_each_other(toy_http) -> None:
             )["effective"]
             seen = [json.dumps(effective)]
             assert effective["row_limit"] == i + 1 and effective["has_credentials"] is True
+            # The same resource twice: the second answer comes from the block cache, while 49
+            # other identities fill and read it for the same resource.
+            fields = {"resource_id": "acc_1", "request_data": ["fields"]}
+            contexts = [await host.call("autocontext", fields) for _ in range(2)]
+            assert [c.system_info["cached"] for c in contexts] == [False, True]
+            for context in contexts:
+                assert context.model_response[0]["data"][2]["description"] == owner
+                seen.append(json.dumps(context.raw))
+            attached = []
             for _ in range(3):
                 await anyio.sleep(0)
                 me = await host.call("whoami", {})
-                assert me.model_response == {"identity": f"toy:acct-{i:02d}", "row_limit": i + 1}
+                assert me.model_response == {"identity": f"toy:{account}", "key": keys[i], "row_limit": i + 1}
                 config = await host.call("echo_config", {})
                 assert config.model_response["config"]["region"] == ("us" if i % 2 else "eu")
                 # Same conversation id and resource in every session: the first-call state is per transport session.
                 report = await host.call("report", REPORT, {"session_id": "shared-conversation"})
                 assert report.model_response["returned_rows"] == min(i + 1, 40)
-                seen += [me.text, config.text, report.text, json.dumps(report.raw)]
-            first_calls = [json.loads(t).get("autocontext") is not None for t in seen[3::4]]
-            assert first_calls == [True, False, False]
+                assert {row["key"] for row in report.rows()} == {keys[i]}
+                attached.append(report.model_response.get("autocontext"))
+                seen += [me.text, config.text, report.text, json.dumps(report.raw), json.dumps(report.rows())]
+            assert [blocks is not None for blocks in attached] == [True, False, False]
+            assert attached[0][0]["data"][2]["description"] == owner
             again = (await host.configure())["effective"]
             assert again == effective
             transcripts[i] = "\n".join(seen) + json.dumps(again)
@@ -134,10 +153,12 @@ async def test_fifty_concurrent_sessions_never_see_each_other(toy_http) -> None:
         log = server.read_stderr()
     assert len(transcripts) == 50
     for i, text in transcripts.items():
+        assert f'"{keys[i]}"' in text
         for j, canary in enumerate(canaries):
             assert canary not in text, (i, j)
             if j != i:
                 assert f"acct-{j:02d}" not in text, (i, j)
+                assert f'"{keys[j]}"' not in text, (i, j)
     assert not any(canary in log for canary in canaries)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from acp_spec import SYSTEM_INFO_REQUIRED
-from toy_connector import BIG_INT, EXACT_DECIMAL, HUGE_INT, TEST_CREDENTIALS
+from toy_connector import BIG_INT, EXACT_DECIMAL, HUGE_INT, TEST_CREDENTIALS, key_fingerprint
 
 from shared.host import ACP_HOST_CAPABILITY, uri_path
 
@@ -36,7 +36,7 @@ async def test_single_table_extraction_shape(toy_host) -> None:
         assert all(list(row) == model["columns"] for row in model["rows"])
         assert model["totals"] == {"sessions": sum(i * 10 for i in range(254))}
         assert model["extra"] == {"quota": {"used": 1}}
-        assert [h["type"] for h in data["headers"]] == ["date", "string", "integer", "number"]
+        assert [h["type"] for h in data["headers"]] == ["date", "string", "integer", "number", "string"]
         assert data["headers"][2]["role"] == "metric"
         assert data["format"] == "inline" and data["row_count"] == 254 and len(data["table"]) == 254
         for key in (*SYSTEM_INFO_REQUIRED, "title", "total_rows", "returned_rows", "truncated"):
@@ -74,7 +74,14 @@ async def test_large_table_goes_to_a_private_file_under_acp_tmp_dir(toy_host, ru
         assert len(path.stem.split("-")[-1]) == 32  # random name
         rows = result.rows()
         assert len(rows) == 3000 == data["row_count"]
-        assert rows[2999] == {"date": "2026-03-30", "channel": "Direct", "sessions": 29990, "revenue": 299.9}
+        key = key_fingerprint(TEST_CREDENTIALS)
+        assert rows[2999] == {
+            "date": "2026-03-30",
+            "channel": "Direct",
+            "sessions": 29990,
+            "revenue": 299.9,
+            "key": key,
+        }
         inline = await host.call("report", _report(3000), META)
         assert inline.system_data["format"] == "inline" and inline.rows() == rows
 
