@@ -98,11 +98,11 @@ CONNECTOR = Connector(
     title="BigQuery",
     version=__version__,
     description="Read-only SQL over BigQuery with a mandatory dry-run and a cost limit.",
+    # What the source is (the MCP standards' rule for instructions); how to query it cheaply is in
+    # execute_query's description, its errors and the bigquery-sql skill.
     instructions=(
         "Google BigQuery: the user's data warehouse (often a GA4 export: analytics_<id> datasets with daily "
-        "events_YYYYMMDD shards), queried with read-only GoogleSQL. Every query is dry-run first and refused above "
-        "the cost limit, so select only the needed columns and narrow by partition or _TABLE_SUFFIX. The model "
-        "sees a sample of each result; the host keeps the full table."
+        "events_YYYYMMDD shards), read with read-only GoogleSQL and billed by the bytes each query reads."
     ),
     credentials=Credentials(schema=CREDENTIALS_SCHEMA, identify=google_auth.identify, authenticate=authenticate),
     resources=Resources(
