@@ -117,9 +117,9 @@ def _require_named(named: set[str], dry_run_tables: Iterable[str], table_kind: C
     unnamed = next((t for t in dry_run_tables if t not in named and not t.startswith(wildcards)), None)
     reason = f"it reads {unnamed} without naming it" if unnamed else None
     if reason is None:
-        tables = sorted(n for n in named if not n.endswith("*"))
-        view = next((n for n in tables if table_kind(n) not in _BASE_TABLE_KINDS), None)
-        reason = f"{view} is a view" if view else None
+        kinds = ((n, table_kind(n)) for n in sorted(named) if not n.endswith("*"))
+        other = next(((n, kind) for n, kind in kinds if kind not in _BASE_TABLE_KINDS), None)
+        reason = f"{other[0]} is a {other[1]}" if other else None
     if reason is not None:
         raise InvalidArguments(
             f"This source only allows some datasets, and this query reads {REFERENCED_TABLES_LISTED} or more tables, "

@@ -111,7 +111,7 @@ def test_past_50_tables_a_view_is_refused_since_the_list_may_hide_what_it_reads(
     named = " UNION ALL ".join(f"SELECT a FROM `{t}`" for t in [*LISTED, "my-proj.analytics_1.v"])
     with pytest.raises(InvalidArguments) as caught:
         check_allowed(ALLOWED, LISTED, named, "my-proj", None, lambda n: kinds.get(n, "TABLE"))
-    assert "my-proj.analytics_1.v is a view" in caught.value.message
+    assert "my-proj.analytics_1.v is a VIEW" in caught.value.message
     for kind in ("MATERIALIZED_VIEW", "SOMETHING_NEW"):  # fail-closed: only known base kinds pass
         with pytest.raises(InvalidArguments):
             check_allowed(ALLOWED, LISTED, named, "my-proj", None, lambda n, kind=kind: kind)
