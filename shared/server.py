@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -89,29 +89,50 @@ NO_BACK_CHANNEL = (
 )
 _RESOURCES_BLOCK = "__resources__"
 _CONVERSATIONS_KEPT = 1024
+# The stateless record serves every 2026-07-28 conversation of the process, so it sees far more
+# pairs than a session; forgetting one only means its autocontext is attached once more.
+_DELIVERIES_KEPT = 8192
+DeliveryKey = tuple[str, str, str]  # (identity, session_id, resource)
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 @dataclass
 class SessionState:
-    """ACP state of one transport session (a stdio process or an HTTP session)."""
+    """ACP state of one transport session (a stdio process or an HTTP session).
+
+    Bounded: a long-running HTTP server forgets the least recently used conversations and
+    on_first_call deliveries instead of growing with every new conversation id.
+    """
 
     settings: Settings = field(default_factory=Settings)
-    delivered: set[tuple[str, str, str]] = field(default_factory=set)  # (identity, session_id, resource)
+    delivered: OrderedDict[DeliveryKey, None] = field(default_factory=OrderedDict)
     conversations: OrderedDict[tuple[str, str], dict[str, Any]] = field(default_factory=OrderedDict)
 
     def conversation(self, identity: str, conversation: str) -> dict[str, Any]:
-        """Connector state of one conversation (spec 5.2 conversation_id), per credential identity.
-
-        Bounded: a long-running HTTP server forgets the least recently used conversations.
-        """
+        """Connector state of one conversation (spec 5.2 conversation_id), per credential identity."""
         key = (identity, conversation)
-        state = self.conversations.pop(key, None)
-        if state is None:
-            state = {}
-            while len(self.conversations) >= _CONVERSATIONS_KEPT:
-                self.conversations.popitem(last=False)
-        self.conversations[key] = state
+        state = self.conversations.get(key, {})
+        _keep_recent(self.conversations, key, state, _CONVERSATIONS_KEPT)
         return state
+
+    def was_delivered(self, key: DeliveryKey) -> bool:
+        """Spec 7.5: whether this session already received the resource's autocontext."""
+        if key not in self.delivered:
+            return False
+        self.delivered.move_to_end(key)  # an active conversation is not the one forgotten
+        return True
+
+    def mark_delivered(self, key: DeliveryKey) -> None:
+        _keep_recent(self.delivered, key, None, _DELIVERIES_KEPT)
+
+
+def _keep_recent(entries: OrderedDict[_K, _V], key: _K, value: _V, kept: int) -> None:
+    """Store ``key`` as the most recently used entry, dropping the least recently used past ``kept``."""
+    entries[key] = value
+    entries.move_to_end(key)
+    while len(entries) > kept:
+        entries.popitem(last=False)
 
 
 @dataclass
@@ -620,7 +641,7 @@ class AcpRuntime:
         if failed:
             call.warnings.append(f"{failed} of {len(results)} autocontext blocks failed; see their error field.")
         if meta.session_id:
-            session.delivered.add((principal.identity, meta.session_id, ref.id))
+            session.mark_delivered((principal.identity, meta.session_id, ref.id))
         self.recency.record(principal.identity, ref.id)
         return self._result(call, "autocontext", results, self._system_info(call, cached=cached))
 
@@ -726,7 +747,7 @@ class AcpRuntime:
             return None
         identity = (principal or ANONYMOUS).identity
         key = (identity, meta.session_id or "", resource.id)
-        if not should_attach(meta, key not in session.delivered):
+        if not should_attach(meta, not session.was_delivered(key)):
             return None
         known = {b.id: b for b in self.connector.blocks}
         wanted = [known[b] for b in meta.autocontext_blocks if b in known]
@@ -739,7 +760,7 @@ class AcpRuntime:
         if not results or all("error" in r for r in results):
             return None
         if meta.session_id:
-            session.delivered.add(key)
+            session.mark_delivered(key)
         return results
 
     # -- results (spec 8) ---------------------------------------------------------------------
