@@ -569,6 +569,10 @@ class AcpRuntime:
         caps = _sdk.client_acp_capability(ctx) or {}
 
         async def read_host_table(ref: str) -> JsonObject:
+            # The client declared host_tables; what it lacks is a channel for acp/read_table (notes §5),
+            # so the next step is another connection, not another declaration.
+            if not _sdk.has_back_channel(ctx):
+                raise HostTablesUnsupported(NO_BACK_CHANNEL)
             params: JsonObject = {"ref": ref}
             if call.call_id:
                 params["call_id"] = call.call_id
@@ -594,8 +598,7 @@ class AcpRuntime:
             resource=resource,
             call_id=call.call_id,
             files=self.files,
-            # Only a session with a back-channel can carry acp/read_table (notes §5).
-            host_tables=bool(caps.get("host_tables")) and _sdk.has_back_channel(ctx),
+            host_tables=bool(caps.get("host_tables")),
             read_host_table=read_host_table,
             today=local_today(),
             tables_selected=selection,

@@ -16,8 +16,9 @@ from http_support import HttpServer, http_server
 from toy_connector import COMMAND as TOY
 from toy_connector import TEST_CREDENTIALS, key_fingerprint
 
-from shared.host import AcpHost, HostProtocolError, HostTable
+from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostProtocolError, HostTable
 from shared.http import HttpOptions, StartRefused, check_options
+from shared.server import NO_BACK_CHANNEL
 
 pytestmark = pytest.mark.anyio
 REPORT = {"resource_id": "acc_1", "start_date": "2026-01-01", "end_date": "2026-01-31", "rows": 40}
@@ -226,8 +227,10 @@ async def test_body_limit_delete_and_get(toy_http) -> None:
 
 
 async def test_a_client_that_accepts_only_json(toy_http) -> None:
+    # It declares host_tables, as an ACP host would, to show that what it lacks is the stream.
+    init = {**INIT, "params": {**INIT["params"], "capabilities": {"experimental": {"acp": ACP_HOST_CAPABILITY}}}}
     with toy_http() as server:
-        status, headers, body = _post(server, INIT, {"accept": "application/json"})
+        status, headers, body = _post(server, init, {"accept": "application/json"})
         assert status == 200 and headers["content-type"] == "application/json"
         assert json.loads(body)["result"]["serverInfo"]["name"] == "toy"
         session = {"mcp-session-id": headers["mcp-session-id"], "accept": "application/json"}
@@ -255,7 +258,8 @@ async def test_a_client_that_accepts_only_json(toy_http) -> None:
         }
         with anyio.fail_after(10):
             status, _, body = await anyio.to_thread.run_sync(lambda: _post(server, merge, session))
-        assert json.loads(body)["result"]["_meta"]["acp"]["error"]["name"] == "ACP_HOST_TABLES_UNSUPPORTED"
+        error = json.loads(body)["result"]["_meta"]["acp"]["error"]
+        assert error["name"] == "ACP_HOST_TABLES_UNSUPPORTED" and error["message"] == NO_BACK_CHANNEL
 
 
 @pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18", "2025-11-25"])
@@ -287,7 +291,7 @@ async def test_stateless_2026_07_28_client(toy_http) -> None:
             assert len(result.rows()) == 40
             with anyio.fail_after(10):
                 merged = await host.call("merge_table", {"table_ref": "ds", "column": "v"})
-            assert merged.error_name == "ACP_HOST_TABLES_UNSUPPORTED"
+            assert merged.error_name == "ACP_HOST_TABLES_UNSUPPORTED" and merged.error["message"] == NO_BACK_CHANNEL
             assert host.read_table_requests == []
             # on_first_call still works without a transport session: keyed by identity and session_id.
             meta = {"credentials": TEST_CREDENTIALS, "session_id": "gateway-conversation"}
