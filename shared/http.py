@@ -255,6 +255,8 @@ def serve_http(runtime: AcpRuntime, options: HttpOptions) -> None:
         host=options.host,
         port=options.port,
         log_level=options.log_level,
+        # uvicorn's own loggers then reach the root handler: JSON lines, redacted, like every other log.
+        log_config=None,
         access_log=False,
         ssl_certfile=options.tls_cert,
         ssl_keyfile=options.tls_key,

@@ -199,6 +199,20 @@ async def test_table_uri_is_a_single_use_link_kept_out_of_logs(toy_http) -> None
         assert token not in server.read_stderr()
 
 
+async def test_every_stderr_line_is_json_uvicorn_included(toy_http) -> None:
+    """README and --help promise JSON lines on stderr: uvicorn's start and stop messages are no exception."""
+    with toy_http(env={"ACP_LOG_LEVEL": "info"}) as server:
+        async with AcpHost(url=server.url) as host:
+            await host.call("whoami", {}, {"credentials": TEST_CREDENTIALS})
+    loggers = set()
+    for line in server.read_stderr().splitlines():  # read after the stop, so shutdown lines are in
+        try:
+            loggers.add(json.loads(line)["logger"])
+        except (ValueError, KeyError):
+            pytest.fail(f"not a JSON log line: {line!r}")
+    assert {"uvicorn.error", "acp"} <= loggers
+
+
 async def test_host_and_origin_checks(toy_http) -> None:
     with toy_http() as server:
         assert _post(server, INIT, {"host": "evil.example"})[0] == 421
