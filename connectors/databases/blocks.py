@@ -1,25 +1,28 @@
 """Autocontext blocks of the databases connector (spec 7.1), the same for every engine.
 
-Blocks stay fast on large databases: row counts come from catalog statistics or run under a
-small budget, samples read a bounded number of rows, and a database- or schema-level call
-covers at most :data:`MAX_TABLES` tables. Hidden tables and columns never appear.
+Blocks stay fast on large databases: row counts come from catalog statistics or run under one
+time budget for the whole block, samples read a bounded number of rows under a budget per
+column and one per block, and a database- or schema-level call covers at most
+:data:`MAX_TABLES` tables. Hidden tables and columns never appear.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from shared import Block, CallContext, ResourceRef
 from shared.values import parse_temporal_string
 
 from .access import describe_value, locate, qualified, with_connection
-from .engine import ColumnInfo, Connection, Engine, Location, TableInfo
+from .engine import MIN_COUNT_S, ColumnInfo, Connection, Engine, Location, TableInfo
 from .policy import Policy
 
 MAX_TABLES = 25
-COUNT_BUDGET_S = 0.5
+COUNT_BUDGET_S = 2.0  # all the row counts of one block together
 COLUMN_BUDGET_S = 1.0
+BLOCK_BUDGET_S = 5.0  # all the column reads of one date_ranges or sample_values block
 SAMPLE_ROWS = 10_000
 LOW_CARDINALITY = 20
 TOP_VALUES = 10
@@ -53,7 +56,7 @@ class _Scope:
         # At database level an engine with schemas names its tables "schema.table".
         self.qualified_names = engine.has_schemas and location.schema is None
         if location.table is not None:
-            infos = [t for t in conn.tables(location.schema, budget_s) if t.name == location.table]
+            infos = conn.tables(location.schema, budget_s, only=location.table)
             if not infos:
                 from shared import ResourceNotFound
 
@@ -158,26 +161,44 @@ def _visible_keys(
     return keys
 
 
-def _date_like(engine: Engine, conn: Connection, schema: str | None, table: str, column: ColumnInfo) -> bool:
+class _Clock:
+    """One block's time budget, shared out to its column reads."""
+
+    def __init__(self, total_s: float = BLOCK_BUDGET_S) -> None:
+        self.deadline = time.monotonic() + total_s
+
+    def budget(self) -> float:
+        """Seconds for the next column read: at most :data:`COLUMN_BUDGET_S`, 0 when time is up."""
+        remaining = self.deadline - time.monotonic()
+        return min(COLUMN_BUDGET_S, remaining) if remaining > MIN_COUNT_S else 0.0
+
+
+def _date_like(
+    engine: Engine, conn: Connection, schema: str | None, table: str, column: ColumnInfo, budget_s: float
+) -> bool:
     if _declared_temporal(column):
         return True
     if not _is_text(engine, column) or not _DATE_NAME.search(column.name):
         return False
-    sample = conn.first_text(schema, table, column.name, COLUMN_BUDGET_S)
+    sample = conn.first_text(schema, table, column.name, budget_s)
     return sample is not None and parse_temporal_string(sample) is not None
 
 
 async def fetch_date_ranges(ref: ResourceRef, ctx: CallContext) -> Any:
     def read(engine: Engine, conn: Connection, location: Location, policy: Policy) -> Any:
         scope = _Scope(engine, conn, location, policy)
-        out = []
+        clock = _Clock()
+        out: list[dict[str, Any]] = []
         for info in scope.tables[:MAX_TABLES]:
             schema, table = scope.split(info.name)
             for column in scope.columns(info.name):
+                budget_s = clock.budget()
+                if not budget_s:
+                    return out  # the block's time is up: what was read so far
                 try:
-                    if not _date_like(engine, conn, schema, table, column):
+                    if not _date_like(engine, conn, schema, table, column, budget_s):
                         continue
-                    bounds = conn.min_max(schema, table, column.name, COLUMN_BUDGET_S)
+                    bounds = conn.min_max(schema, table, column.name, budget_s)
                 except Exception as exc:
                     if engine.translate(exc) is None and not _is_budget(exc):
                         raise
@@ -197,18 +218,20 @@ def _is_budget(exc: BaseException) -> bool:
 async def fetch_sample_values(ref: ResourceRef, ctx: CallContext) -> Any:
     def read(engine: Engine, conn: Connection, location: Location, policy: Policy) -> Any:
         scope = _Scope(engine, conn, location, policy)
-        out = []
+        clock = _Clock()
+        out: list[dict[str, Any]] = []
         for info in scope.tables[:MAX_TABLES]:
             schema, table = scope.split(info.name)
             for column in scope.columns(info.name):
                 if column.primary_key or not _is_text(engine, column):
                     continue
+                budget_s = clock.budget()
+                if not budget_s:
+                    return out  # the block's time is up: what was read so far
                 try:
-                    if _date_like(engine, conn, schema, table, column):
+                    if _date_like(engine, conn, schema, table, column, budget_s):
                         continue
-                    rows = conn.top_values(
-                        schema, table, column.name, SAMPLE_ROWS, LOW_CARDINALITY + 1, COLUMN_BUDGET_S
-                    )
+                    rows = conn.top_values(schema, table, column.name, SAMPLE_ROWS, LOW_CARDINALITY + 1, budget_s)
                 except Exception as exc:
                     if engine.translate(exc) is None and not _is_budget(exc):
                         raise

@@ -37,6 +37,8 @@ HAS_SCHEMAS = {
     "mysql_dsn": False,
 }
 EXTRA_HINT = "pip install 'acp-connectors[databases]'"
+# Below this much of a catalog read's time budget, counting another table is not even started.
+MIN_COUNT_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -121,9 +123,10 @@ class Connection(ABC):
     def schemas(self) -> list[str]: ...
 
     @abstractmethod
-    def tables(self, schema: str | None, budget_s: float) -> list[TableInfo]:
-        """Tables and views (of every visible schema when ``schema`` is None), with row counts
-        or catalog estimates within ``budget_s``; a budget of 0 skips the counts."""
+    def tables(self, schema: str | None, budget_s: float, only: str | None = None) -> list[TableInfo]:
+        """Tables and views (of every visible schema when ``schema`` is None; just ``only`` when
+        given), with row counts or catalog estimates. ``budget_s`` bounds all the counting
+        together, so a schema of many slow views still answers in time; 0 skips the counts."""
 
     @abstractmethod
     def columns(self, schema: str | None, table: str) -> list[ColumnInfo]: ...
@@ -173,13 +176,13 @@ class Engine(ABC):
     dialect: ClassVar[str]  # sqlglot's name for the SQL dialect
     has_schemas: ClassVar[bool]
     text_types: ClassVar[tuple[str, ...]] = ("char", "text", "clob", "string")
+    # Refused by the parser layer in every query (names ending in "*" are families; shared.sql).
     forbidden_functions: ClassVar[frozenset[str]] = frozenset()
+    forbidden_relations: ClassVar[frozenset[str]] = frozenset()
     # The system catalog: schemas, and prefixes of unqualified names that resolve into it. A
     # source with `hidden` data refuses queries on it: statistics views hold column values.
     catalog_schemas: ClassVar[frozenset[str]] = frozenset()
     catalog_prefixes: ClassVar[tuple[str, ...]] = ()
-    # Built-in functions that run a query given as text, which no parser can check.
-    query_text_functions: ClassVar[frozenset[str]] = frozenset()
 
     @abstractmethod
     def identify(self, credentials: dict[str, Any]) -> Principal:
@@ -199,7 +202,7 @@ class Engine(ABC):
         """The parser layer of read-only in depth; returns the SQL's date literals."""
         from shared.sql import check_query_only
 
-        return check_query_only(sql, self.dialect, self.forbidden_functions)
+        return check_query_only(sql, self.dialect, self.forbidden_functions, self.forbidden_relations)
 
     def locate(self, parts: Sequence[str]) -> Location:
         """Resource parts as (database, schema, table) for this engine's id shape."""

@@ -51,9 +51,10 @@ from shared import (
     UpstreamError,
 )
 from shared.protocol import ColumnType
-from shared.sql import SEVERAL_STATEMENTS, check_query_only
+from shared.sql import SEVERAL_STATEMENTS
 
 from .engine import (
+    MIN_COUNT_S,
     ColumnInfo,
     Connection,
     FileEngine,
@@ -420,11 +421,17 @@ class Database(Connection):
         )
         return [(str(s), str(t), str(k), None if n is None else int(n), c or None) for s, t, k, n, c in rows]
 
-    def tables(self, schema: str | None, budget_s: float) -> list[TableInfo]:
+    def tables(self, schema: str | None, budget_s: float, only: str | None = None) -> list[TableInfo]:
+        deadline = time.monotonic() + budget_s
         out = []
         for table_schema, name, kind, size, comment in self._objects(schema):
-            if budget_s > 0:
-                rows, estimated = self.row_count(table_schema, name, kind, size, budget_s)
+            if only is not None and name != only:
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining > MIN_COUNT_S:
+                rows, estimated = self.row_count(table_schema, name, kind, size, remaining)
+            elif budget_s > 0 and kind == "table" and size is not None:
+                rows, estimated = size, True  # out of time: the catalog's figure, flagged
             else:
                 rows, estimated = None, False
             shown = name if schema is not None else f"{table_schema}.{name}"
@@ -653,12 +660,9 @@ class DuckdbEngine(FileEngine):
     has_schemas = True
     catalog_schemas = frozenset({"information_schema", "pg_catalog"})
     catalog_prefixes = ("duckdb_", "pragma_", "sqlite_")
-    query_text_functions = frozenset({"query", "query_table"})
     text_types = ("char", "text", "string", "enum")
     forbidden_functions = FORBIDDEN_FUNCTIONS
-
-    def check_sql(self, sql: str) -> list[str]:
-        return check_query_only(sql, self.dialect, self.forbidden_functions, FORBIDDEN_RELATIONS)
+    forbidden_relations = FORBIDDEN_RELATIONS
 
     def connect(self, credentials: dict[str, Any], database: str | None, write: bool = False) -> Connection:
         return Database(str(credentials["path"]), write=write)

@@ -63,9 +63,9 @@ from shared import (
     UpstreamError,
 )
 from shared.protocol import ColumnType
-from shared.sql import SEVERAL_STATEMENTS, check_query_only
+from shared.sql import SEVERAL_STATEMENTS
 
-from .engine import ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
+from .engine import MIN_COUNT_S, ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
 
 log = logging.getLogger(__name__)
 
@@ -659,12 +659,12 @@ class MysqlConnection(Connection):
     def schemas(self) -> list[str]:
         return [self.database]
 
-    def tables(self, schema: str | None, budget_s: float) -> list[TableInfo]:
+    def tables(self, schema: str | None, budget_s: float, only: str | None = None) -> list[TableInfo]:
         database = schema or self.database
         rows = self._read(
             "SELECT TABLE_NAME, TABLE_TYPE, TABLE_ROWS, ENGINE, TABLE_COMMENT FROM information_schema.TABLES "
-            "WHERE TABLE_SCHEMA = %s ORDER BY TABLE_NAME",
-            (database,),
+            "WHERE TABLE_SCHEMA = %s AND (%s IS NULL OR TABLE_NAME = %s) ORDER BY TABLE_NAME",
+            (database, only, only),
         )
         deadline = time.monotonic() + budget_s
         out = []
@@ -681,7 +681,7 @@ class MysqlConnection(Connection):
                 else:
                     cheap = kind == "view" or table_rows is None or int(table_rows) < self.exact_count_under
                     remaining = deadline - time.monotonic()
-                    if cheap and remaining > 0.01:
+                    if cheap and remaining > MIN_COUNT_S:
                         count = self._count(database, str(name), remaining)
                     if count is None and kind == "table" and table_rows is not None:
                         count, estimated = int(table_rows), True
@@ -957,10 +957,11 @@ class MysqlEngine(Engine):
     catalog_schemas = frozenset({"information_schema", "mysql", "performance_schema", "sys"})
     text_types = ("char", "text", "enum", "set(")
     forbidden_functions = FORBIDDEN_FUNCTIONS
+    forbidden_relations = FORBIDDEN_RELATIONS
 
     def check_sql(self, sql: str) -> list[str]:
         check_mysql_specifics(sql)
-        return check_query_only(sql, self.dialect, self.forbidden_functions, FORBIDDEN_RELATIONS)
+        return super().check_sql(sql)
 
     def identify(self, credentials: dict[str, Any]) -> Principal:
         settings = settings_of(credentials)

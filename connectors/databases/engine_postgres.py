@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -40,9 +41,9 @@ from shared import (
     UpstreamError,
 )
 from shared.protocol import ColumnType
-from shared.sql import SEVERAL_STATEMENTS, check_query_only
+from shared.sql import SEVERAL_STATEMENTS
 
-from .engine import ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
+from .engine import MIN_COUNT_S, ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
 
 # Families by prefix (``*``, see shared.sql): PostgreSQL names its system functions by family and
 # adds members in new versions — an exact list let pg_ls_logicalsnapdir, pg_stat_reset_shared and
@@ -220,26 +221,28 @@ class PostgresConnection(Connection):
         )
         return [r[0] for r in rows]
 
-    def tables(self, schema: str | None, budget_s: float) -> list[TableInfo]:
+    def tables(self, schema: str | None, budget_s: float, only: str | None = None) -> list[TableInfo]:
         rows = self._read(
             "SELECT n.nspname, c.relname, c.relkind, c.reltuples::bigint, c.relpages, "
             "obj_description(c.oid, 'pg_class') FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname !~ '^pg_' "
             "AND n.nspname <> 'information_schema' AND (%s::text IS NULL OR n.nspname = %s) "
-            "AND has_table_privilege(c.oid, 'SELECT') "
+            "AND (%s::text IS NULL OR c.relname = %s) AND has_table_privilege(c.oid, 'SELECT') "
             "ORDER BY n.nspname, c.relname",
-            (schema, schema),
+            (schema, schema, only, only),
         )
+        deadline = time.monotonic() + budget_s
         out = []
         for nspname, relname, relkind, reltuples, relpages, comment in rows:
             kind = "view" if relkind in ("v", "m") else "table"
             name = relname if schema is not None else f"{nspname}.{relname}"
             count: int | None = None
             estimated = True
+            remaining = deadline - time.monotonic()
             if budget_s > 0:
                 cheap = kind == "table" and (0 <= reltuples < _EXACT_COUNT_UNDER or (reltuples < 0 and relpages < 1000))
-                if cheap or kind == "view":
-                    count = self._count(nspname, relname, budget_s)
+                if (cheap or kind == "view") and remaining > MIN_COUNT_S:
+                    count = self._count(nspname, relname, remaining)
                     estimated = count is None
                 if count is None and reltuples >= 0:
                     count = int(reltuples)  # the planner's estimate (pg_class.reltuples)
@@ -371,16 +374,9 @@ class PostgresEngine(Engine):
     has_schemas = True
     catalog_schemas = frozenset({"pg_catalog", "information_schema"})
     catalog_prefixes = ("pg_",)  # pg_catalog comes first in every search_path
-    query_text_functions = frozenset(
-        f"{scope}_to_{form}"
-        for scope in ("query", "table", "cursor", "schema", "database")
-        for form in ("xml", "xmlschema", "xml_and_xmlschema")
-    )
     text_types = ("char", "text", "citext")
     forbidden_functions = FORBIDDEN_FUNCTIONS
-
-    def check_sql(self, sql: str) -> list[str]:
-        return check_query_only(sql, self.dialect, self.forbidden_functions, FORBIDDEN_RELATIONS)
+    forbidden_relations = FORBIDDEN_RELATIONS
 
     def identify(self, credentials: dict[str, Any]) -> Principal:
         params = connection_params(credentials)

@@ -38,6 +38,7 @@ from shared import (
 from shared.sql import SEVERAL_STATEMENTS
 
 from .engine import (
+    MIN_COUNT_S,
     ColumnInfo,
     Connection,
     FileEngine,
@@ -213,10 +214,14 @@ class Database(Connection):
         ).fetchall()
         return [(str(name), str(kind)) for name, kind in rows]
 
-    def tables(self, schema: str | None, budget_s: float) -> list[TableInfo]:
+    def tables(self, schema: str | None, budget_s: float, only: str | None = None) -> list[TableInfo]:
+        deadline = time.monotonic() + budget_s
         out = []
         for name, kind in self.table_kinds():
-            rows, estimated = self.row_count(name, kind, budget_s) if budget_s > 0 else (None, False)
+            if only is not None and name != only:
+                continue
+            remaining = deadline - time.monotonic()
+            rows, estimated = self.row_count(name, kind, remaining) if remaining > MIN_COUNT_S else (None, False)
             out.append(TableInfo(name=name, kind=kind, rows=rows, estimated=estimated))
         return out
 

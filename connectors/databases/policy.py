@@ -60,9 +60,9 @@ _VALUE_TABLE_FUNCTIONS = frozenset(
 class Hidden:
     """`hidden` on one connection. A name is not enough: a view (or materialized view) whose
     query reads a hidden table or column shows the same data, the system catalog's statistics
-    hold column values, and a user-defined function or a query-as-text function reads what no
-    parser sees. A view is hidden when its own query would be refused here; the rest is refused
-    in queries. Lookups are cached for the call."""
+    hold column values, and a user-defined function reads what no parser sees (functions that
+    run query text are refused by every engine's parser layer). A view is hidden when its own
+    query would be refused here; the rest is refused in queries. Lookups are cached for the call."""
 
     def __init__(self, policy: Policy, conn: Connection, engine: Engine) -> None:
         self.policy, self.conn, self.engine = policy, conn, engine
@@ -157,9 +157,6 @@ class Hidden:
             if alias is not None and alias.columns:
                 renamed.append((schema, node.name))  # "customers AS t(i, n, e)" renames its columns
         called = {_function_name(f) for f in statement.find_all(exp.Func)}
-        as_text = sorted(called & self.engine.query_text_functions)
-        if as_text:
-            return _unseen(f"{as_text[0]}(), which runs a query given as text")
         user_defined = sorted(called & self._defined_functions())
         if user_defined:
             return _unseen(f"the user-defined function {user_defined[0]}()")

@@ -10,7 +10,7 @@ from shared import CallContext, Extraction, Info, InvalidArguments, Tool, table_
 from shared.access import require_known_columns
 
 from .access import locate, with_connection
-from .blocks import policy_of
+from .blocks import COUNT_BUDGET_S, policy_of
 from .engine import Connection, QueryOutcome
 
 _SQL_IN_DESCRIPTION = 300
@@ -69,7 +69,7 @@ async def describe_table(arguments: dict[str, Any], ctx: CallContext) -> Info:
     def read(conn: Connection) -> dict[str, Any]:
         from .blocks import _visible_keys
 
-        infos = [t for t in conn.tables(location.schema, 0.5) if t.name == table]
+        infos = conn.tables(location.schema, COUNT_BUDGET_S, only=table)
         if not infos or policy.on(conn, engine).table(location.schema, table, kind=infos[0].kind):
             from shared import ResourceNotFound
 
@@ -139,7 +139,7 @@ async def insert_rows(arguments: dict[str, Any], ctx: CallContext) -> Info:
 
 
 def _exists(conn: Connection, location: Any, table: str) -> bool:
-    return any(t.name == table for t in conn.tables(location.schema, 0))
+    return bool(conn.tables(location.schema, 0, only=table))
 
 
 SQL_DESCRIPTION = "One SELECT (or WITH … SELECT). {{start_date}} and {{end_date}} mark the date window."

@@ -333,3 +333,51 @@ def test_row_count_of_a_slow_view_stops_at_its_budget(big_table: Path) -> None:
         started = time.monotonic()
         assert database.row_count("heavy", "view", budget_s=0.05) == (None, True)
         assert time.monotonic() - started < 2
+
+
+# -- time budgets on a large database ------------------------------------------------------------
+
+SLOW_VIEWS = 30  # each takes a second to count: 30 s if every view had its own budget
+
+
+@pytest.mark.anyio
+async def test_many_slow_views_leave_the_blocks_and_describe_table_in_time(tmp_path: Path) -> None:
+    """Counting shares one budget per block, and describe_table looks at its one table only."""
+    from loader import load_file
+
+    pg_server = load_file(Path(__file__).with_name("pg_server.py"), "acp_tests_databases_pg_server")
+    pg_server.require_server()
+    name = f"{pg_server.PREFIX}slow_{time.time_ns() % 10**9}"
+    with pg_server.admin_connect() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with pg_server.admin_connect(name) as conn:
+            conn.execute("CREATE TABLE plain (id integer PRIMARY KEY, label text)")
+            conn.execute("INSERT INTO plain SELECT g, 'label ' || g FROM generate_series(1, 50) g")
+            for i in range(SLOW_VIEWS):
+                conn.execute(f"CREATE VIEW slow_{i:02d} AS SELECT g FROM generate_series(1, 3) g, pg_sleep(1)")
+        credentials = {"type": "postgres", "host": pg_server.HOST, "port": pg_server.PORT,
+                       "user": pg_server.SUPERUSER, "database": name}  # fmt: skip
+        meta = {"credentials": credentials, "autocontext_delivered": True}
+        env = {"ACP_CACHE_DIR": str(tmp_path / "cache"), "ACP_TMP_DIR": str(tmp_path / "tmp")}
+        async with AcpHost.for_module("databases", env=env) as host:
+            started = time.monotonic()
+            context = await host.call(
+                "autocontext", {"resource_id": f"{name}.public", "request_data": ["tables"]}, meta
+            )
+            tables_s = time.monotonic() - started
+            started = time.monotonic()
+            described = await host.call("describe_table", {"resource_id": f"{name}.public.plain"}, meta)
+            describe_s = time.monotonic() - started
+        assert not context.is_error and not described.is_error, (context.error, described.error)
+        listed = {t["table"]: t for t in blocks(context)["tables"]}
+        assert len(listed) == SLOW_VIEWS + 1  # every view is still listed, most without a count
+        assert listed["plain"]["rows"] == 50
+        assert sum(1 for t in listed.values() if t["rows"] is None) >= SLOW_VIEWS - 5
+        assert described.model_response["rows"] == 50
+        # Bounds far below the 15 s (a 0.5 s budget per view) that the blocks took before.
+        assert tables_s < 8, tables_s
+        assert describe_s < 4, describe_s
+    finally:
+        with pg_server.admin_connect() as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
