@@ -8,7 +8,8 @@ the same endpoint by the SDK's modern entry. Around it:
 * ``/healthz`` for load balancers, outside MCP and outside auth;
 * ``/tables/<token>``: single-use, short-lived downloads that replace ``file://`` table URIs;
 * a bearer token (``ACP_HTTP_TOKEN``, constant-time comparison) on everything else;
-* Host/Origin validation against DNS rebinding and a request body limit (the SDK's);
+* Host/Origin validation against DNS rebinding and a request body limit (the SDK's), a refused
+  Host answered with how to allow it;
 * start-up refusals: a non-loopback bind needs the token, and TLS or ``--behind-tls-proxy``.
 
 Request bodies carry credentials, so nothing here logs them; uvicorn's access log is off
@@ -113,12 +114,13 @@ class BearerTokenGuard:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope.get("path") not in _OPEN_PATHS:
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").partition(b" ")
+            # RFC 7235 §2.1: the scheme is case-insensitive; only the token is secret.
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.lstrip(b" "), self.expected):
                 await _json(
                     send,
                     401,
@@ -127,6 +129,35 @@ class BearerTokenGuard:
                 )
                 return
         await self.app(scope, receive, send)
+
+
+class HostCheckHint:
+    """Answers a refused Host with the next step, not the SDK's bare "421 Invalid Host header".
+
+    A deployment behind a real hostname meets this refusal first, and the fix is one option away.
+    """
+
+    MESSAGE = (
+        "This server does not answer to the hostname in the Host header (DNS-rebinding protection). If clients "
+        "reach it by that name, restart it with --allowed-host <name> (repeatable) or ACP_ALLOWED_HOSTS=<name>[,...]."
+    )
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refused = False
+
+        async def hinted(message: MutableMapping[str, Any]) -> None:
+            nonlocal refused
+            if message["type"] == "http.response.start" and message["status"] == 421:
+                refused = True
+            elif not refused:
+                await send(message)
+            elif not message.get("more_body"):
+                await _json(send, 421, {"error": "invalid_host", "message": self.MESSAGE})
+
+        await self.app(scope, receive, hinted)
 
 
 class JsonOnlyClients:
@@ -238,7 +269,7 @@ def build_app(runtime: AcpRuntime, options: HttpOptions) -> ASGIApp:
         # Single use: the file goes once it is sent (the host keeps its own copy).
         return FileResponse(path, media_type="application/json", background=BackgroundTask(path.unlink, True))
 
-    routes = [Route(path, endpoint=JsonOnlyClients(mcp_app)) for path in MCP_PATHS]
+    routes = [Route(path, endpoint=HostCheckHint(JsonOnlyClients(mcp_app))) for path in MCP_PATHS]
     routes += [Route("/healthz", health, methods=["GET"]), Route("/tables/{token}", table, methods=["GET"])]
     app: ASGIApp = Starlette(routes=routes, lifespan=lambda _: server.session_manager.run())
     if options.token:

@@ -170,6 +170,12 @@ async def test_bearer_token_guards_everything_but_health(toy_http) -> None:
         status, headers, body = _post(server, INIT, {"authorization": "Bearer wrong-" + token})
         assert status == 401 and "Bearer" in headers.get("www-authenticate", "")
         assert "ACP_HTTP_TOKEN" in json.loads(body)["message"]
+        # RFC 7235 §2.1: the scheme is case-insensitive, the token is not.
+        for scheme in ("bearer", "BEARER"):
+            assert _post(server, INIT, {"authorization": f"{scheme} {token}"})[0] == 200
+        assert _post(server, INIT, {"authorization": f"Bearer {token.swapcase()}"})[0] == 401
+        assert _post(server, INIT, {"authorization": f"Basic {token}"})[0] == 401
+        assert _post(server, INIT, {"authorization": token})[0] == 401
         assert _request(server, "/healthz")[0] == 200
         async with AcpHost(url=server.url, token=token) as host:
             await host.configure(credentials=TEST_CREDENTIALS)
@@ -215,12 +221,21 @@ async def test_every_stderr_line_is_json_uvicorn_included(toy_http) -> None:
 
 async def test_host_and_origin_checks(toy_http) -> None:
     with toy_http() as server:
-        assert _post(server, INIT, {"host": "evil.example"})[0] == 421
+        status, _, body = _post(server, INIT, {"host": "evil.example"})
+        assert status == 421
+        message = json.loads(body)["message"]
+        assert "--allowed-host" in message and "ACP_ALLOWED_HOSTS" in message  # the next step, not a bare refusal
         assert _post(server, INIT, {"origin": "http://evil.example"})[0] == 403
         assert _post(server, INIT, {"origin": "http://localhost:5173"})[0] == 200
     with toy_http(extra_args=["--allowed-host", "acp.example"]) as server:
         port = server.base.rsplit(":", 1)[1]
         assert _post(server, INIT, {"host": f"acp.example:{port}"})[0] == 200
+        assert _post(server, INIT, {"host": "other.example"})[0] == 421
+    with toy_http(env={"ACP_ALLOWED_HOSTS": "acp.example, data.example"}) as server:
+        port = server.base.rsplit(":", 1)[1]
+        for name in ("acp.example", "data.example"):
+            assert _post(server, INIT, {"host": f"{name}:{port}"})[0] == 200
+            assert _post(server, INIT, {"origin": f"https://{name}"})[0] == 200
         assert _post(server, INIT, {"host": "other.example"})[0] == 421
 
 
