@@ -108,11 +108,6 @@ class Database(Connection):
     def __init__(self, path: str, cancelled: threading.Event | None = None, write: bool = False) -> None:
         super().__init__()
         validate_path(path)
-        if not os.path.isfile(path):
-            raise CredentialsInvalid(
-                "The database file in the credentials does not exist or is not a file. "
-                "Ask the user to fix the source credentials."
-            )
         self.path = path
         self.database = database_name(path)
         if cancelled is not None:
