@@ -1,4 +1,4 @@
-"""The server checklist of spec 14.2, black-box over stdio, for every connector in ``connectors/``."""
+"""The server checklist of spec 14.2, black-box over stdio and over HTTP, for every connector in ``connectors/``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from conformance_support import CANARY, ConformanceSource, started
 from discovery import connector_folders, connector_ids
 from profiles import PROFILES, cases
 
+from shared import Connector
 from shared.host import AcpHost
 
 pytestmark = pytest.mark.anyio
@@ -44,6 +45,10 @@ SPANISH = re.compile(r"\b(el|los|las|para|consulta|tabla|fecha|datos|usuario|rec
 def test_every_connector_has_a_profile() -> None:
     assert CONNECTORS, "no connector found by acp.json"
     assert set(CONNECTORS) == set(PROFILES), "add the new connector to tests/conformance/profiles.py"
+
+
+def _declaration(connector: str) -> Connector:
+    return __import__(f"connectors.{connector}", fromlist=["CONNECTOR"]).CONNECTOR
 
 
 def _info_is_complete(info: dict[str, Any]) -> None:
@@ -107,6 +112,13 @@ async def test_handshake_capability_and_tools(connector: str, variant: str, conf
             assert roles.count("start") == roles.count("end")
             for hint in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):
                 assert isinstance(tool["annotations"][hint], bool)
+        # Annotations tell the truth (gateway contract): only the tools declared as writing
+        # (insert_rows, load_rows…) are not read-only, and none is destructive unless declared so.
+        declared = {t.name: t for t in _declaration(connector).tools}
+        writes = {name for name, t in declared.items() if not t.read_only}
+        for name, tool in tools.items():
+            assert tool["annotations"]["readOnlyHint"] is (name not in writes), name
+            assert tool["annotations"]["destructiveHint"] is (name in declared and declared[name].destructive), name
 
 
 @pytest.mark.parametrize("folder", connector_folders(), ids=lambda p: p.name)
@@ -118,8 +130,7 @@ def test_distribution_folder(folder: Path) -> None:
     for key in ("acp_version", "name", "version", "description", "transport"):
         assert manifest[key]
     assert manifest["transport"]["type"] == "stdio" and manifest["transport"]["command"]
-    module = __import__(f"connectors.{folder.name}", fromlist=["CONNECTOR"])
-    assert manifest["version"] == module.CONNECTOR.version
+    assert manifest["version"] == _declaration(folder.name).version
     icon = folder / manifest.get("icon", "icon.svg")
     assert icon.resolve().is_relative_to(folder.resolve()) and icon.suffix in {".svg", ".png", ".webp"}
     assert icon.stat().st_size <= 256 * 1024
