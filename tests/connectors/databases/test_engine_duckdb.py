@@ -25,8 +25,8 @@ from typing import Any
 
 import anyio
 import duckdb
-import psutil
 import pytest
+from process_support import cpu_seconds, server_process
 
 from connectors.databases import engine_duckdb as engine
 from connectors.databases.resources import normalize
@@ -1046,19 +1046,6 @@ def test_bad_credentials_are_credentials_invalid(extraction: Extraction) -> None
         assert result.error["code"] == -32012
     before, after = extraction.bad_tree
     assert after == before  # opening read-only created nothing, not even the missing file
-
-
-def server_process() -> psutil.Process:
-    for child in psutil.Process().children(recursive=True):
-        if "connectors.databases" in " ".join(child.cmdline()):
-            return child
-    raise AssertionError("no databases server is running")
-
-
-async def cpu_seconds(process: psutil.Process, window_s: float) -> float:
-    before = sum(process.cpu_times()[:2])
-    await anyio.sleep(window_s)
-    return sum(process.cpu_times()[:2]) - before
 
 
 @pytest.mark.anyio

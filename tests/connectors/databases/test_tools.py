@@ -10,14 +10,12 @@ from typing import Any
 
 import anyio
 import pytest
-from loader import load_file
+from process_support import cpu_seconds, server_process
 
 from connectors.databases.demo import build_demo_database
 from shared.host import ACP_HOST_CAPABILITY, HostTable, uri_path
 
 pytestmark = pytest.mark.anyio
-# The DuckDB tests' probes of the server process: its CPU time shows whether a query still runs.
-duckdb_tests = load_file(Path(__file__).with_name("test_engine_duckdb.py"), "acp_tests_databases_duckdb")
 ENDLESS = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000000000) SELECT count(*) FROM c"
 
 
@@ -146,7 +144,7 @@ async def test_cancelled_call_stops_at_sqlite_and_the_server_answers_the_next(
 ) -> None:
     """notifications/cancelled interrupts the running statement, not just the wait for it."""
     async with databases_host() as host:
-        server = duckdb_tests.server_process()
+        server = server_process()
         with anyio.move_on_after(1.5) as scope:
             await host.call(
                 "execute_sql",
@@ -156,7 +154,7 @@ async def test_cancelled_call_stops_at_sqlite_and_the_server_answers_the_next(
         assert scope.cancelled_caught
         # A running recursive CTE keeps a core busy; once interrupted the server is idle.
         with anyio.fail_after(5):
-            while await duckdb_tests.cpu_seconds(server, 0.5) > 0.1:
+            while await cpu_seconds(server, 0.5) > 0.1:
                 pass
         started = time.monotonic()
         after = await host.call(
