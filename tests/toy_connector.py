@@ -89,10 +89,13 @@ CREDENTIALS_SCHEMA = {
 }
 
 
+def _secret(credentials: dict[str, Any]) -> str:
+    return str(credentials.get("api_key") or credentials.get("access_token") or "")
+
+
 def key_fingerprint(credentials: dict[str, Any]) -> str:
     """Names the secret a call runs with without revealing it: isolation tests compare it per session."""
-    secret = str(credentials.get("api_key") or credentials.get("access_token") or "")
-    return hashlib.sha256(secret.encode()).hexdigest()[:8]
+    return hashlib.sha256(_secret(credentials).encode()).hexdigest()[:8]
 
 
 def _account(credentials: dict[str, Any]) -> str:
@@ -106,9 +109,8 @@ def identify(credentials: dict[str, Any]) -> Principal:
 
 
 async def authenticate(credentials: dict[str, Any], ctx: CallContext) -> None:
-    secret = str(credentials.get("api_key") or credentials.get("access_token") or "")
     _record("authenticate.log", _account(credentials))
-    if secret.startswith("bad"):
+    if _secret(credentials).startswith("bad"):
         raise CredentialsInvalid("The toy source rejected these credentials. Ask the user to re-enter the API key.")
 
 
