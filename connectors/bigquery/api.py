@@ -49,6 +49,7 @@ class DryRun:
     accuracy: str  # PRECISE, UPPER_BOUND, LOWER_BOUND or UNKNOWN
     statement_type: str
     referenced_tables: list[str]  # "project.dataset.table"; BigQuery lists at most 50
+    referenced_routines: list[str]  # "project.dataset.routine": the persistent UDFs the query calls
     schema: list[dict[str, Any]]  # the result's fields, REST shape
 
 
@@ -182,13 +183,17 @@ def dry_run(settings: Settings, sql: str, *, default_dataset: str | None, labels
         timeout=HTTP_TIMEOUT_S,
         job_retry=None,
     )
-    # The client exposes no property for the estimate's accuracy; the job keeps the REST resource.
+    # The client exposes no property for the estimate's accuracy or the referenced routines (3.47 has
+    # referenced_tables only); the job keeps the REST resource.
     stats = job._properties.get("statistics", {}).get("query", {})
     return DryRun(
         total_bytes_processed=int(job.total_bytes_processed or 0),
         accuracy=str(stats.get("totalBytesProcessedAccuracy") or "UNKNOWN"),
         statement_type=str(job.statement_type or "UNKNOWN"),
         referenced_tables=[f"{t.project}.{t.dataset_id}.{t.table_id}" for t in job.referenced_tables],
+        referenced_routines=[
+            f"{r['projectId']}.{r['datasetId']}.{r['routineId']}" for r in stats.get("referencedRoutines", ())
+        ],
         schema=[column.to_api_repr() for column in job.schema or []],
     )
 

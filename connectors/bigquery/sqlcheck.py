@@ -5,6 +5,10 @@ tables, so the tables ``sqlglot`` finds in the SQL are checked as well; a query 
 cannot read, or one that reads from a table function, is refused whenever datasets are
 restricted. The parser cannot see inside views, so when the dry run's list may be
 truncated the SQL must name every table it reads (see ``_require_named``).
+
+Routines (persistent UDFs) are checked the same way: the dry run's ``referencedRoutines`` and the
+dataset-qualified calls the parser finds (``ds.f(x)``, ``proj.ds.f(x)``) must all be in allowed
+datasets, since a SQL UDF's body may read tables of its own dataset.
 """
 
 from __future__ import annotations
@@ -12,20 +16,29 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from shared import InvalidArguments
 from shared.access import compile_pattern, json_list
 
+if TYPE_CHECKING:
+    from sqlglot import exp
+
 REFERENCED_TABLES_LISTED = 50  # BigQuery's referencedTables stops here: a list this long may be truncated
 _BASE_TABLE_KINDS = ("TABLE", "SNAPSHOT", "EXTERNAL")  # tables.get types that read no other table
+# BigQuery's own function namespaces (HLL_COUNT.MERGE, KEYS.NEW_KEYSET, …): such a two-part call is a
+# built-in, not a routine in a dataset of that name; for those the dry run's referencedRoutines decides.
+_BUILTIN_NAMESPACES = frozenset({"AEAD", "AI", "HLL_COUNT", "KEYS", "KLL_QUANTILES", "ML", "NET", "OBJ", "SAFE"})
 
 
 @dataclass(frozen=True)
 class SqlReads:
-    """What the SQL itself names: fully qualified tables (CTEs excluded) and table function calls."""
+    """What the SQL itself names: fully qualified tables (CTEs excluded), table function calls and
+    routines called by a dataset-qualified name (``project.dataset.routine``)."""
 
     tables: set[str]
     functions: list[str]
+    routines: set[str]
 
 
 def split_table(name: str) -> tuple[str, str, str]:
@@ -45,7 +58,7 @@ def reads_in_sql(sql: str, project: str, dataset: str | None) -> SqlReads | None
         statements = [s for s in sqlglot.parse(sql, read="bigquery") if s is not None]
     except SqlglotError:
         return None
-    reads = SqlReads(tables=set(), functions=[])
+    reads = SqlReads(tables=set(), functions=[], routines=set())
     for statement in statements:
         if isinstance(statement, exp.Command):
             return None  # syntax sqlglot does not model (scripting): nothing can be proven
@@ -61,7 +74,36 @@ def reads_in_sql(sql: str, project: str, dataset: str | None) -> SqlReads | None
                 reads.tables.add(f"{project}.{dataset}.{table.name}")
             else:
                 reads.tables.add(f"{project}.?.{table.name}")  # unresolvable: never matches an allowed dataset
+        for call in statement.find_all(exp.Dot, exp.Anonymous):
+            routine = _routine_called(call, project)
+            if routine is not None:
+                reads.routines.add(routine)
     return reads
+
+
+def _routine_called(node: exp.Expr, project: str) -> str | None:
+    """``project.dataset.routine`` when ``node`` calls a function by a dataset-qualified name.
+
+    sqlglot's BigQuery dialect parses ``ds.f(x)`` as ``Dot(ds, Anonymous(f))``, ``p.ds.f(x)`` as
+    ``Dot(Dot(p, ds), Anonymous(f))`` and `` `p.ds.f`(x) `` as one ``Anonymous`` with a dotted quoted
+    name. A qualifier that is not plain names (``ds.f(x).g(y)``) gets dataset ``?``, which never matches.
+    """
+    from sqlglot import exp
+
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
+        function, (*qualifier, _) = node.expression, node.flatten()
+        name = function.name if isinstance(function, exp.Anonymous) else function.sql_name()
+        if not all(isinstance(part, exp.Identifier) for part in qualifier):
+            return f"{project}.?.{name}"
+        parts = [piece for text in [*(part.name for part in qualifier), name] for piece in text.split(".")]
+    elif isinstance(node, exp.Anonymous) and not isinstance(node.parent, exp.Dot) and "." in node.name:
+        parts = node.name.split(".")  # `p.ds.f`(x); under a Dot the whole Dot is the call
+    else:
+        return None  # an unqualified call: a built-in, or a routine only the dry run can name
+    if len(parts) == 2 and parts[0].upper() in _BUILTIN_NAMESPACES:
+        return None
+    *path, dataset, routine = parts
+    return f"{'.'.join(path) or project}.{dataset}.{routine}"
 
 
 def allowed_patterns(config_value: object) -> list[re.Pattern[str]]:
@@ -72,12 +114,14 @@ def allowed_patterns(config_value: object) -> list[re.Pattern[str]]:
 def check_allowed(
     patterns: list[re.Pattern[str]],
     dry_run_tables: Sequence[str],
+    dry_run_routines: Sequence[str],
     sql: str,
     project: str,
     dataset: str | None,
     table_kind: Callable[[str], str],
 ) -> None:
-    """Refuse a query that reads any table outside the allowed datasets, or that may.
+    """Refuse a query that reads any table outside the allowed datasets, or that may, or that calls a
+    routine outside them (``project.dataset.routine`` names, like the tables).
 
     ``table_kind`` gives the ``tables.get`` type of a ``project.dataset.table`` (blocking).
     """
@@ -95,17 +139,27 @@ def check_allowed(
             f"This source only allows some datasets, and the query reads from a table function "
             f"({reads.functions[0]}) whose tables cannot be checked against them. Query the tables directly."
         )
+    allowed = ", ".join(p.pattern for p in patterns)
+    for name in sorted({*dry_run_routines, *reads.routines}):
+        if not _in_allowed_dataset(patterns, name):
+            raise InvalidArguments(
+                f"The query calls the routine {name}, outside the datasets this source allows ({allowed}). "
+                "Use built-in functions or routines in those datasets, or ask the user to change allowed_datasets."
+            )
     for name in sorted({*dry_run_tables, *reads.tables}):
-        table_project, table_dataset, _ = split_table(name)
-        candidates = (table_dataset, f"{table_project}.{table_dataset}")
-        if not any(p.fullmatch(c) for p in patterns for c in candidates):
-            allowed = ", ".join(p.pattern for p in patterns)
+        if not _in_allowed_dataset(patterns, name):
             raise InvalidArguments(
                 f"The query reads {name}, outside the datasets this source allows ({allowed}). "
                 "Query only tables in those datasets, or ask the user to change allowed_datasets."
             )
     if len(dry_run_tables) >= REFERENCED_TABLES_LISTED:
         _require_named(reads.tables, dry_run_tables, table_kind)
+
+
+def _in_allowed_dataset(patterns: list[re.Pattern[str]], name: str) -> bool:
+    """Whether the dataset of ``project.dataset.name`` (a table or a routine) is allowed."""
+    project, dataset, _ = split_table(name)
+    return any(p.fullmatch(c) for p in patterns for c in (dataset, f"{project}.{dataset}"))
 
 
 def _require_named(named: set[str], dry_run_tables: Iterable[str], table_kind: Callable[[str], str]) -> None:

@@ -2,8 +2,8 @@
 ``get_table`` (info) and ``load_rows`` (write, from a host table).
 
 Every query is dry-run first (free): the dry run's ``statementType`` decides read-only
-(spec 10.4), its bytes decide cost (spec 9.2), its referenced tables (with the parser's)
-decide ``allowed_datasets``. Only then does a job run, capped by ``maximum_bytes_billed``.
+(spec 10.4), its bytes decide cost (spec 9.2), its referenced tables and routines (with the
+parser's) decide ``allowed_datasets``. Only then does a job run, capped by ``maximum_bytes_billed``.
 """
 
 from __future__ import annotations
@@ -121,7 +121,9 @@ async def _check_datasets(
         return api.get_table(settings, *split_table(name)).kind
 
     await ctx.run_blocking(
-        lambda: check_allowed(patterns, dry.referenced_tables, sql, ref.parts[0], dataset, table_kind)
+        lambda: check_allowed(
+            patterns, dry.referenced_tables, dry.referenced_routines, sql, ref.parts[0], dataset, table_kind
+        )
     )
 
 
@@ -272,6 +274,8 @@ async def validate_query(arguments: dict[str, Any], ctx: CallContext) -> Info:
             for f in dry.schema
         ],
     }
+    if dry.referenced_routines:
+        data["referenced_routines"] = sorted(dry.referenced_routines)
     if notes:
         data["notes"] = notes
     return Info(data=data, title="BigQuery · validate_query", source={"api": "bigquery.jobs (dry run)"})

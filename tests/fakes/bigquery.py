@@ -58,6 +58,7 @@ from fakes.bigquery_sql import (
     NotFound,
     QueryPlan,
     QueryResult,
+    RoutineRef,
     TableInfo,
     TableRef,
     infer_schema,
@@ -128,7 +129,8 @@ class ExecutedQuery:
 @dataclass(frozen=True)
 class DryRun:
     """A dry-run query. ``referenced_tables`` lists every table read ("p.d.t"), before the response's
-    truncation to 50; ``outcome`` is ``"done"`` or the error reason the dry run was answered with."""
+    truncation to 50, and ``referenced_routines`` every function called ("p.d.f"); ``outcome`` is
+    ``"done"`` or the error reason the dry run was answered with."""
 
     sql: str
     labels: dict[str, str]
@@ -138,6 +140,7 @@ class DryRun:
     accuracy: str | None
     outcome: str = "done"
     api: str = "jobs.insert"
+    referenced_routines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -311,6 +314,13 @@ class FakeBigQuery:
             bytes_scale=bytes_scale,
             labels=labels,
         )
+
+    def add_function(self, project: str, dataset: str, routine: str, arguments: Sequence[str], body: str) -> None:
+        """A persistent SQL function, as ``CREATE FUNCTION dataset.routine(arguments) AS (body)`` makes one.
+
+        Queries call it as ``dataset.routine(…)`` and dry runs list it in ``referencedRoutines``. The body
+        is a BigQuery SQL expression of the arguments only (the fake runs it as a DuckDB macro)."""
+        self.warehouse.add_function(RoutineRef(project, dataset, routine), arguments, body)
 
     def add_ga4_export(
         self,
@@ -596,6 +606,7 @@ class FakeBigQuery:
                     referenced_tables=tuple(str(ref) for ref in plan.referenced_tables),
                     accuracy=plan.accuracy,
                     api=api,
+                    referenced_routines=tuple(str(ref) for ref in plan.referenced_routines),
                 )
             )
         location = plan.location or requested_location or "US"
@@ -607,6 +618,8 @@ class FakeBigQuery:
             "statementType": plan.statement_type,
             "referencedTables": [ref.to_api() for ref in plan.referenced_tables[:REFERENCED_TABLES_LIMIT]],
         }
+        if plan.referenced_routines:
+            query_statistics["referencedRoutines"] = [ref.to_api() for ref in plan.referenced_routines]
         if plan.schema is not None:
             query_statistics["schema"] = {"fields": plan.schema}
         if api == "jobs.query":
@@ -883,6 +896,8 @@ class FakeBigQuery:
                         "schema": {"fields": plan.schema or []},
                     }
                 )
+                if plan.referenced_routines:
+                    query_statistics["referencedRoutines"] = [ref.to_api() for ref in plan.referenced_routines]
             statistics["query"] = query_statistics
             query_configuration = dict(configuration.get("query") or {})
             query_configuration["destinationTable"] = {

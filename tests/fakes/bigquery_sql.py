@@ -6,6 +6,8 @@ How a query runs (see /work/shared/notes/bigquery-fake.md for the probe behind e
    closed: only exactly one Select/Union with no DML/DDL node anywhere inside counts as ``SELECT``.
 2. Table names are resolved: an unqualified name takes the job's ``defaultDataset``, a 2-part name the
    job's project. Views are inlined as subqueries; missing datasets and tables raise ``NotFound``.
+   A dataset-qualified call (``ds.f(x)``, ``p.ds.f(x)``) must name a function added with
+   ``add_function`` (run as a DuckDB macro); the plan lists it as a referenced routine.
 3. Dry-run bytes: ``qualify`` + ``traverse_scope`` attribute every column to its source table, and the
    bytes of the referenced top-level columns are summed with BigQuery's logical sizes (INT64 8, BOOL 1,
    NUMERIC 16, STRING 2 + UTF-8 bytes, STRUCT/ARRAY the sum of their parts, NULL 0), computed by DuckDB.
@@ -120,6 +122,19 @@ class TableRef:
         if len(parts) != 3 or not all(parts):
             raise ValueError(f"expected 'project.dataset.table', got {text!r}")
         return cls(*parts)
+
+
+@dataclass(frozen=True, order=True)
+class RoutineRef:
+    project: str
+    dataset: str
+    routine: str
+
+    def __str__(self) -> str:
+        return f"{self.project}.{self.dataset}.{self.routine}"
+
+    def to_api(self) -> dict[str, str]:
+        return {"projectId": self.project, "datasetId": self.dataset, "routineId": self.routine}
 
 
 # --------------------------------------------------------------------------------------------- types
@@ -553,6 +568,7 @@ class QueryPlan:
     sql: str
     statement_type: str
     referenced_tables: tuple[TableRef, ...]  # sorted; wildcard tables as their matched shards
+    referenced_routines: tuple[RoutineRef, ...]  # sorted; the persistent functions the query calls
     total_bytes_processed: int
     accuracy: str
     schema: list[dict[str, Any]] | None  # the result schema of a SELECT
@@ -595,6 +611,7 @@ class DuckDBWarehouse:
         self._projects: set[str] = set()
         self._datasets: dict[tuple[str, str], DatasetInfo] = {}
         self._tables: dict[TableRef, TableInfo] = {}
+        self._routines: set[RoutineRef] = set()
         self._column_bytes_cache: dict[tuple[TableRef, int], dict[str, int]] = {}
         self._table_columns_cache: dict[tuple[TableRef, int], list[tuple[str, duckdb.DuckDBPyType]]] = {}
         self._result_ids = itertools.count(1)
@@ -671,6 +688,24 @@ class DuckDBWarehouse:
                     self._unregister_tables([info])
                     raise
         return info
+
+    def add_function(self, ref: RoutineRef, arguments: Sequence[str], body: str) -> None:
+        """A persistent SQL function, ``CREATE FUNCTION dataset.routine(arguments) AS (body)``, run as a
+        DuckDB macro. Its body may use only its arguments: one reading tables or calling routines would
+        read what the dry run's bytes and referenced tables do not account for."""
+        try:
+            tree = sqlglot.parse_one(body, read="bigquery")
+        except SqlglotError as exc:
+            raise ValueError(f"function {ref} has a syntax error: {_first_line(str(exc))}") from exc
+        if tree.find(exp.Table, exp.Select) or any(isinstance(d.expression, exp.Func) for d in tree.find_all(exp.Dot)):
+            raise ValueError(f"function {ref}: the fake runs only bodies that read no table and call no routine")
+        parameters = ", ".join(quote_identifier(name) for name in arguments)
+        with self._lock:
+            if (ref.project, ref.dataset) not in self._datasets:
+                raise ValueError(f"dataset {ref.project}.{ref.dataset} does not exist")
+            name = ".".join(quote_identifier(part) for part in (ref.project, ref.dataset, ref.routine))
+            self._con.execute(f"CREATE OR REPLACE MACRO {name}({parameters}) AS ({tree.sql(dialect='duckdb')})")
+            self._routines.add(ref)
 
     def add_tables_with_shared_schema(
         self,
@@ -1006,6 +1041,7 @@ class DuckDBWarehouse:
                 sql=sql,
                 statement_type=SELECT,
                 referenced_tables=tuple(sorted(referenced)),
+                referenced_routines=tuple(sorted(resolver.routines)),
                 total_bytes_processed=bytes_processed,
                 accuracy=accuracy,
                 schema=schema,
@@ -1043,6 +1079,7 @@ class DuckDBWarehouse:
             sql=sql,
             statement_type=statement_type,
             referenced_tables=tuple(sorted(referenced)),
+            referenced_routines=(),
             total_bytes_processed=0,
             accuracy="PRECISE",
             schema=None,
@@ -1189,7 +1226,7 @@ class _Wildcard:
 
 
 class _Resolver:
-    """Qualifies table names, checks access and existence, inlines views, finds wildcard tables."""
+    """Qualifies table and routine names, checks access and existence, inlines views, finds wildcard tables."""
 
     def __init__(
         self,
@@ -1203,6 +1240,7 @@ class _Resolver:
         self.default_dataset = default_dataset
         self.authorize = authorize
         self.tables: set[TableRef] = set()
+        self.routines: set[RoutineRef] = set()
         self.wildcards: list[_Wildcard] = []
         self.location: str | None = None
         self._view_depth = 0
@@ -1248,7 +1286,25 @@ class _Resolver:
                     tree = replacement
                 else:
                     node.replace(replacement)
+        for call in list(tree.find_all(exp.Dot)):
+            if isinstance(call.expression, exp.Anonymous):  # ds.f(x) or p.ds.f(x): a persistent function
+                self._resolve_routine(call, project)
         return tree
+
+    def _resolve_routine(self, call: exp.Dot, project: str) -> None:
+        *qualifier, function = call.flatten()
+        names = [part.name for part in qualifier if isinstance(part, exp.Identifier)]
+        if len(names) != len(qualifier) or len(names) not in (1, 2):
+            raise InvalidQuery(f"Function not found: {call.sql(dialect='bigquery')}")
+        ref = RoutineRef(names[0] if len(names) == 2 else project, names[-1], function.name)
+        if self.authorize is not None:
+            self.authorize(ref.project, ref.dataset)
+        if ref not in self.warehouse._routines:
+            raise InvalidQuery(f"Function not found: {'.'.join(names)}.{function.name}")
+        self.routines.add(ref)
+        project_id, dataset = (exp.to_identifier(part, quoted=True) for part in (ref.project, ref.dataset))
+        call.set("this", exp.Dot(this=project_id, expression=dataset))
+        function.set("this", exp.to_identifier(ref.routine, quoted=True))
 
     def _resolve_table(
         self, node: exp.Table, project: str, default_dataset: tuple[str, str] | None

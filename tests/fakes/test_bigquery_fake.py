@@ -401,6 +401,24 @@ def test_views_run_their_query_over_the_underlying_table(fake: FakeBigQuery, cli
     assert [table.table_id for table in job.referenced_tables] == ["orders"]
 
 
+def test_persistent_functions_run_and_dry_runs_list_them(fake: FakeBigQuery, client: bigquery.Client) -> None:
+    fake.add_function(PROJECT, "shop", "plus_one", ["n"], "n + 1")
+    sql = f"SELECT shop.plus_one(order_id) AS n FROM `{PROJECT}.shop.orders` ORDER BY n LIMIT 1"
+    assert _run(client, sql, "jobs.query") == [{"n": 2}]
+    statistics = _dry_run(client, sql)._properties["statistics"]["query"]
+    assert statistics["referencedRoutines"] == [{"projectId": PROJECT, "datasetId": "shop", "routineId": "plus_one"}]
+    assert fake.dry_runs[-1].referenced_routines == (f"{PROJECT}.shop.plus_one",)
+    plain = _dry_run(client, f"SELECT SAFE_DIVIDE(order_id, 2) FROM `{PROJECT}.shop.orders`")
+    assert "referencedRoutines" not in plain._properties["statistics"]["query"]
+    with pytest.raises(api_exceptions.BadRequest, match=r"Function not found: shop\.nope"):
+        _dry_run(client, f"SELECT shop.nope(order_id) FROM `{PROJECT}.shop.orders`")
+    with pytest.raises(api_exceptions.Forbidden):
+        _dry_run(client, "SELECT `other-proj`.secret.f(1)")
+    # The fake cannot account for what a body reads, so it runs only bodies over their arguments.
+    with pytest.raises(ValueError, match="read no table"):
+        fake.add_function(PROJECT, "shop", "total", [], f"(SELECT SUM(amount) FROM `{PROJECT}.shop.orders`)")
+
+
 # -------------------------------------------------------------------------------------- dry runs
 
 

@@ -211,6 +211,39 @@ async def test_allowed_datasets_refuse_before_running(bq_host, fake: FakeBigQuer
         assert allowed.kind == "extraction"
 
 
+async def test_allowed_datasets_refuse_a_routine_outside_them(bq_host, fake: FakeBigQuery, credentials) -> None:
+    # A persistent SQL UDF may read tables of its own dataset: calling one is reading there.
+    fake.add_function(PROJECT, "reporting", "bracketed", ["s"], "CONCAT('[', s, ']')")
+    fake.add_function(PROJECT, DATASET, "doubled", ["n"], "n * 2")
+    config = {"allowed_datasets": json.dumps([r"analytics_\d+"])}
+    one_day = f"FROM {EVENTS} WHERE _TABLE_SUFFIX = '20260901'"
+    async with bq_host() as host:
+        before = len(fake.executed)
+        outside = f"SELECT reporting.bracketed(event_name) AS e {one_day}"
+        refused = await host.call("execute_query", {"query": outside}, meta(credentials, config=config))
+        assert refused.error_name == "ACP_INVALID_ARGUMENTS"
+        message = refused.error["message"]
+        assert f"routine {PROJECT}.reporting.bracketed" in message and "built-in functions" in message
+        assert fake.dry_runs[-1].referenced_routines == (f"{PROJECT}.reporting.bracketed",)
+        assert len(fake.executed) == before
+        validated = await host.call("validate_query", {"query": outside}, meta(credentials, config=config))
+        assert validated.model_response["referenced_routines"] == [f"{PROJECT}.reporting.bracketed"]
+        assert any("reporting.bracketed" in note for note in validated.model_response["notes"])
+
+        inside = (
+            f"SELECT {DATASET}.doubled(COUNT(*)) AS n, SAFE_DIVIDE(COUNT(*), 0) AS none, "
+            f"MIN(PARSE_DATE('%Y%m%d', event_date)) AS day {one_day}"
+        )
+        allowed = await host.call("execute_query", {"query": inside}, meta(credentials, config=config))
+        assert allowed.kind == "extraction", allowed.error
+        [row] = allowed.rows()
+        assert row["n"] == 2 * len(fake.rows(PROJECT, DATASET, "events_20260901")) and row["none"] is None
+        assert row["day"] == "2026-09-01"
+        # Without a restriction the same routine runs: the check is allowed_datasets', not BigQuery's.
+        free = await host.call("execute_query", {"query": f"{outside} LIMIT 1"}, meta(credentials))
+        assert free.kind == "extraction" and free.rows()[0]["e"].startswith("[")
+
+
 async def test_allowed_datasets_refuse_a_view_hiding_a_table_past_the_dry_runs_50(
     bq_host, fake: FakeBigQuery, credentials
 ) -> None:
