@@ -11,6 +11,7 @@ Without a server the tests skip with the reason; with ``ACP_REQUIRE_SERVICES=1``
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import secrets
@@ -385,6 +386,20 @@ def drop_database(db: PgDatabase) -> None:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database)))
         admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (db.role,))
         admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(db.role)))
+
+
+@contextlib.contextmanager
+def empty_database(label: str) -> Iterator[str]:
+    """A new empty database (its name) for a test that builds its own objects as the superuser; dropped after."""
+    require_server()
+    name = f"{PREFIX}{label}_{secrets.token_hex(4)}"
+    with admin_connect() as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield name
+    finally:
+        with admin_connect() as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture(scope="module")

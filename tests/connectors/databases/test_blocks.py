@@ -346,11 +346,7 @@ async def test_many_slow_views_leave_the_blocks_and_describe_table_in_time(tmp_p
     from loader import load_file
 
     pg_server = load_file(Path(__file__).with_name("pg_server.py"), "acp_tests_databases_pg_server")
-    pg_server.require_server()
-    name = f"{pg_server.PREFIX}slow_{time.time_ns() % 10**9}"
-    with pg_server.admin_connect() as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
+    with pg_server.empty_database("slow") as name:
         with pg_server.admin_connect(name) as conn:
             conn.execute("CREATE TABLE plain (id integer PRIMARY KEY, label text)")
             conn.execute("INSERT INTO plain SELECT g, 'label ' || g FROM generate_series(1, 50) g")
@@ -378,6 +374,3 @@ async def test_many_slow_views_leave_the_blocks_and_describe_table_in_time(tmp_p
         # Bounds far below the 15 s (a 0.5 s budget per view) that the blocks took before.
         assert tables_s < 8, tables_s
         assert describe_s < 4, describe_s
-    finally:
-        with pg_server.admin_connect() as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

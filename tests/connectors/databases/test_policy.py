@@ -122,11 +122,7 @@ def _duckdb(root: Path) -> Iterator[EngineCase]:
 
 
 def _postgres(root: Path) -> Iterator[EngineCase]:
-    pg_server.require_server()
-    name = f"{pg_server.PREFIX}policy_{secrets.token_hex(4)}"
-    with pg_server.admin_connect() as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
+    with pg_server.empty_database("policy") as name:
         with pg_server.admin_connect(name) as conn:
             for statement in [*TABLES, *ROWS]:
                 conn.execute(statement)
@@ -163,9 +159,6 @@ def _postgres(root: Path) -> Iterator[EngineCase]:
             },
             premise=stats,
         )  # fmt: skip
-    finally:
-        with pg_server.admin_connect() as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _mysql(root: Path) -> Iterator[EngineCase]:
