@@ -9,7 +9,7 @@ the same endpoint by the SDK's modern entry. Around it:
 * ``/tables/<token>``: single-use, short-lived downloads that replace ``file://`` table URIs;
 * a bearer token (``ACP_HTTP_TOKEN``, constant-time comparison) on everything else;
 * Host/Origin validation against DNS rebinding and a request body limit (the SDK's), a refused
-  Host answered with how to allow it;
+  Host or Origin answered with how to allow it;
 * start-up refusals: a non-loopback bind needs the token, and TLS or ``--behind-tls-proxy``.
 
 Request bodies carry credentials, so nothing here logs them; uvicorn's access log is off
@@ -23,7 +23,7 @@ import ipaddress
 import json
 from collections.abc import MutableMapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -131,31 +131,45 @@ class BearerTokenGuard:
         await self.app(scope, receive, send)
 
 
-class HostCheckHint:
-    """Answers a refused Host with the next step, not the SDK's bare "421 Invalid Host header".
+_ALLOW_NAME = "restart it with --allowed-host <name> (repeatable) or ACP_ALLOWED_HOSTS=<name>[,...]."
 
-    A deployment behind a real hostname meets this refusal first, and the fix is one option away.
+
+class RebindingHints:
+    """Answers the SDK's DNS-rebinding refusals with the next step, not its bare "421 Invalid Host
+    header" and "403 Invalid Origin header" (the SDK's only uses of those statuses on /mcp).
+
+    A deployment behind a real hostname, or a browser app on one, meets these refusals first, and the
+    fix is one option away.
     """
 
-    MESSAGE = (
-        "This server does not answer to the hostname in the Host header (DNS-rebinding protection). If clients "
-        "reach it by that name, restart it with --allowed-host <name> (repeatable) or ACP_ALLOWED_HOSTS=<name>[,...]."
-    )
+    HINTS: ClassVar[dict[int, tuple[str, str]]] = {
+        421: (
+            "invalid_host",
+            "This server does not answer to the hostname in the Host header (DNS-rebinding protection). If clients "
+            f"reach it by that name, {_ALLOW_NAME}",
+        ),
+        403: (
+            "invalid_origin",
+            "This server does not accept requests from the web page origin in the Origin header (DNS-rebinding "
+            f"protection). If a page on that host should reach it, {_ALLOW_NAME}",
+        ),
+    }
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        refused = False
+        refused: int | None = None
 
         async def hinted(message: MutableMapping[str, Any]) -> None:
             nonlocal refused
-            if message["type"] == "http.response.start" and message["status"] == 421:
-                refused = True
-            elif not refused:
+            if message["type"] == "http.response.start" and message["status"] in self.HINTS:
+                refused = message["status"]
+            elif refused is None:
                 await send(message)
             elif not message.get("more_body"):
-                await _json(send, 421, {"error": "invalid_host", "message": self.MESSAGE})
+                error, text = self.HINTS[refused]
+                await _json(send, refused, {"error": error, "message": text})
 
         await self.app(scope, receive, hinted)
 
@@ -269,7 +283,7 @@ def build_app(runtime: AcpRuntime, options: HttpOptions) -> ASGIApp:
         # Single use: the file goes once it is sent (the host keeps its own copy).
         return FileResponse(path, media_type="application/json", background=BackgroundTask(path.unlink, True))
 
-    routes = [Route(path, endpoint=HostCheckHint(JsonOnlyClients(mcp_app))) for path in MCP_PATHS]
+    routes = [Route(path, endpoint=RebindingHints(JsonOnlyClients(mcp_app))) for path in MCP_PATHS]
     routes += [Route("/healthz", health, methods=["GET"]), Route("/tables/{token}", table, methods=["GET"])]
     app: ASGIApp = Starlette(routes=routes, lifespan=lambda _: server.session_manager.run())
     if options.token:

@@ -225,7 +225,9 @@ async def test_host_and_origin_checks(toy_http) -> None:
         assert status == 421
         message = json.loads(body)["message"]
         assert "--allowed-host" in message and "ACP_ALLOWED_HOSTS" in message  # the next step, not a bare refusal
-        assert _post(server, INIT, {"origin": "http://evil.example"})[0] == 403
+        status, _, body = _post(server, INIT, {"origin": "http://evil.example"})
+        assert status == 403
+        assert json.loads(body)["error"] == "invalid_origin" and "--allowed-host" in json.loads(body)["message"]
         assert _post(server, INIT, {"origin": "http://localhost:5173"})[0] == 200
     with toy_http(extra_args=["--allowed-host", "acp.example"]) as server:
         port = server.base.rsplit(":", 1)[1]
