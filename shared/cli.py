@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -77,7 +79,17 @@ def main(connector: Connector, argv: Sequence[str] | None = None) -> None:
     from ._sdk import serve_stdio_handshake_era
 
     server = runtime.build_server()
+    # A host may stop its server with SIGTERM rather than by closing stdin. Python's default dies on
+    # the spot, so exit handlers (removing the private table folder) would never run.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         anyio.run(serve_stdio_handshake_era, server, server.create_initialization_options())
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    # Run the exit handlers, then leave at once: a normal exit would wait for the worker thread
+    # that is blocked reading stdin, which the host has not closed.
+    atexit._run_exitfuncs()
+    os._exit(128 + signum)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from process_support import server_process
 from toy_connector import COMMAND as TOY
 from toy_connector import TEST_CREDENTIALS
 
@@ -194,3 +196,19 @@ async def test_table_files_expire_without_further_calls(toy_host, tmp_path: Path
         assert not path.exists()
         assert path.parent.exists()  # the folder lives as long as the server
     assert not path.parent.exists()
+
+
+async def test_sigterm_exits_in_order_and_removes_the_private_table_folder(toy_host, tmp_path: Path) -> None:
+    """A host may stop a stdio server with SIGTERM rather than by closing stdin: exit handlers still run."""
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    env = {"ACP_TMP_DIR": "", "TMPDIR": str(system_tmp)}
+    report = {"resource_id": "acc_1", "start_date": "2026-03-01", "end_date": "2026-03-31", "rows": 500}
+    async with toy_host(env=env) as host:
+        result = await host.call("report", report, {**META, "inline_max_bytes": 1000})
+        folder = uri_path(result.system_data["table_uri"]).parent
+        assert folder.exists() and folder.name.startswith("acp-results-")
+        server = server_process("toy_connector")
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)  # its exit code belongs to the SDK's client, which spawned it
+        assert not folder.exists()  # with Python's default SIGTERM the folder stays behind
