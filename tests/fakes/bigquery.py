@@ -193,6 +193,26 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+@dataclass(frozen=True)
+class _Page:
+    """The page a getQueryResults or tabledata.list request asks for."""
+
+    start: int
+    max_results: int | None
+    int64_timestamps: bool
+
+    @classmethod
+    def of(cls, request: RecordedRequest) -> _Page:
+        """Raises ValueError for a page token this fake did not issue."""
+        start = offset_from_page_token(request.param("pageToken"))
+        max_results = request.param("maxResults")
+        return cls(
+            start=int(request.param("startIndex") or 0) if start is None else start,
+            max_results=int(max_results) if max_results is not None else None,
+            int64_timestamps=request.param("formatOptions.useInt64Timestamp", "").lower() == "true",
+        )
+
+
 def _error_reply(status: int, reason: str, message: str) -> Reply:
     return Reply(status, google_error(status, None, message, reason))
 
@@ -816,17 +836,14 @@ class FakeBigQuery:
             return _error_reply(400, "invalid", f"Job {job_id} is not a query job.")
         self._wait_for(job, request.param("timeoutMs"))
         try:
-            start = offset_from_page_token(request.param("pageToken"))
+            page = _Page.of(request)
         except ValueError as exc:
             return _error_reply(400, "invalid", str(exc))
-        if start is None:
-            start = int(request.param("startIndex") or 0)
-        max_results = request.param("maxResults")
         reply = self._query_results_reply(
             job,
-            start=start,
-            max_results=int(max_results) if max_results is not None else None,
-            int64_timestamps=request.param("formatOptions.useInt64Timestamp", "").lower() == "true",
+            start=page.start,
+            max_results=page.max_results,
+            int64_timestamps=page.int64_timestamps,
             kind="bigquery#getQueryResultsResponse",
         )
         return _only_fields(reply, request.param("fields"))
@@ -1039,14 +1056,10 @@ class FakeBigQuery:
 
     def _tabledata_list(self, request: RecordedRequest, project: str, dataset: str, table: str) -> Reply:
         try:
-            start = offset_from_page_token(request.param("pageToken"))
+            page = _Page.of(request)
         except ValueError as exc:
             return _error_reply(400, "invalid", str(exc))
-        if start is None:
-            start = int(request.param("startIndex") or 0)
-        max_results_param = request.param("maxResults")
-        max_results = int(max_results_param) if max_results_param is not None else None
-        int64_timestamps = request.param("formatOptions.useInt64Timestamp", "").lower() == "true"
+        start, max_results, int64_timestamps = page.start, page.max_results, page.int64_timestamps
         selected_param = request.param("selectedFields")
         selected = [name.strip() for name in selected_param.split(",") if name.strip()] if selected_param else None
         if dataset == ANONYMOUS_DATASET and table.startswith("anon_"):
