@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,7 +38,8 @@ for path in (ROOT, ROOT / "tests"):
     if str(path) not in sys.path:
         sys.path.append(str(path))
 
-from bench.db_extract import proc_status_kb  # noqa: E402 - after the path setup
+from bench.child import run_child  # noqa: E402 - after the path setup
+from bench.db_extract import proc_status_kb  # noqa: E402
 
 PROJECT = "bench-proj"
 PAGE_SIZE = 20_000  # the connector's page size
@@ -146,15 +146,7 @@ def baseline_child(spec: dict[str, Any]) -> dict[str, Any]:
 def run_baseline(python: str, url: str, info: dict[str, Any], job: dict[str, Any], scratch: Path) -> dict[str, Any]:
     target = scratch / "baseline.json"
     spec = {"url": url, "info": info, "job_id": job["job_id"], "location": job["location"], "out": str(target)}
-    done = subprocess.run(
-        [python, str(SCRIPT), "--baseline-child"], input=json.dumps(spec),
-        cwd=ROOT, capture_output=True, text=True, check=False, timeout=3600,
-    )  # fmt: skip
-    target.unlink(missing_ok=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"baseline failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_child([python, str(SCRIPT), "--baseline-child"], target, stdin=json.dumps(spec))
 
 
 # -- driver --------------------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ import json
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +43,8 @@ SCRIPT = Path(__file__).resolve()
 ROOT = SCRIPT.parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from bench.child import run_child  # noqa: E402 - after the path setup
 
 ENGINES = ("sqlite", "duckdb", "postgres", "mysql")
 TABLE = "orders"
@@ -342,15 +343,7 @@ def baseline_child(spec: dict[str, Any]) -> dict[str, Any]:
 def run_baseline(source: Source, sql_text: str, scratch: Path) -> dict[str, Any]:
     out = scratch / "baseline.json"
     spec = {**source.baseline, "sql": sql_text, "out": str(out)}
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--baseline-child", json.dumps(spec)],
-        cwd=ROOT, capture_output=True, text=True, check=False, timeout=3600,
-    )  # fmt: skip
-    out.unlink(missing_ok=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"baseline failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_child([sys.executable, str(SCRIPT), "--baseline-child", json.dumps(spec)], out)
 
 
 # -- connector ---------------------------------------------------------------------------------------
