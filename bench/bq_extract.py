@@ -63,8 +63,7 @@ def query(rows: int) -> str:
 async def run_connector(url: str, info: dict[str, Any], rows: int, scratch: Path) -> dict[str, Any]:
     import psutil
 
-    from shared.host import AcpHost
-    from shared.tablefiles import uri_path
+    from shared.host import AcpHost, uri_path
 
     env = {"ACP_BIGQUERY_ENDPOINT": url, "ACP_TMP_DIR": str(scratch / "tmp"), "ACP_CACHE_DIR": str(scratch / "cache")}
     credentials = {"type": "service_account", "service_account": json.dumps(info)}

@@ -350,8 +350,7 @@ def run_baseline(source: Source, sql_text: str, scratch: Path) -> dict[str, Any]
 async def run_connector(
     source: Source, sql_text: str, rows: int, scratch: Path, expect_file: bool, profile: Path | None = None
 ) -> dict[str, Any]:
-    from shared.host import AcpHost
-    from shared.tablefiles import uri_path
+    from shared.host import AcpHost, uri_path
 
     env = {"ACP_TMP_DIR": str(scratch / "tmp"), "ACP_CACHE_DIR": str(scratch / "cache")}
     if profile is None:

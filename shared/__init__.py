@@ -35,7 +35,7 @@ from .errors import (
     UnknownBlock,
     UpstreamError,
 )
-from .protocol import ACP_VERSION, Header, ResourceSummary
+from .protocol import ACP_VERSION, ColumnType, Header, JsonObject, ResourceSummary
 from .results import Extraction, Info
 from .tables import CallCancelled, ModelView, TableData, TableWriter
 
@@ -47,6 +47,7 @@ __all__ = [
     "CallCancelled",
     "CallContext",
     "CatalogEntry",
+    "ColumnType",
     "Connector",
     "Cost",
     "CostLimitExceeded",
@@ -61,6 +62,7 @@ __all__ = [
     "Info",
     "InvalidArguments",
     "InvalidLimit",
+    "JsonObject",
     "ModelView",
     "Principal",
     "ReadOnlyViolation",

@@ -21,6 +21,7 @@ from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, ValidationError
 
+from ._http import JSON_ONLY_HEADER
 from .protocol import ACP_KEY, METHOD_READ_TABLE
 
 PARSE_ERROR = -32700
@@ -48,13 +49,6 @@ def connection_state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
     return connection.state
 
 
-def connection_key(ctx: ServerRequestContext[Any, Any]) -> int:
-    return id(ctx.session._connection)
-
-
-JSON_ONLY_HEADER = b"x-acp-json-only"  # set by shared.http for clients that cannot read SSE
-
-
 def has_session(ctx: ServerRequestContext[Any, Any]) -> bool:
     """False on the 2026-07-28 revision: every request stands alone, with no back-channel."""
     return ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
@@ -76,6 +70,15 @@ def client_acp_capability(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]
     caps = ctx.session.client_capabilities
     acp = (caps.experimental or {}).get(ACP_KEY) if caps else None
     return acp if isinstance(acp, dict) else None
+
+
+def progress_reporter(ctx: ServerRequestContext[Any, Any]) -> Any:
+    """``report_progress`` of this request, or None when the client sent no progress token.
+
+    (The SDK renames the wire's ``progressToken`` to ``progress_token`` in ``params._meta``, notes §2.)
+    """
+    wants_progress = (ctx.meta or {}).get("progress_token") is not None
+    return ctx.session.report_progress if wants_progress else None
 
 
 async def read_table(ctx: ServerRequestContext[Any, Any], params: dict[str, Any], timeout_s: float) -> dict[str, Any]:

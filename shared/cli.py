@@ -45,19 +45,19 @@ def parse_args(connector: Connector, argv: Sequence[str] | None) -> argparse.Nam
 def main(connector: Connector, argv: Sequence[str] | None = None) -> None:
     """Run a connector over stdio (default) or Streamable HTTP."""
     args = parse_args(connector, argv)
-    from .redaction import configure_logging
+    from ._redaction import configure_logging
 
     configure_logging(args.log_level)
     import anyio
 
-    from .server import AcpRuntime
+    from ._runtime import AcpRuntime
 
     runtime = AcpRuntime(connector)
     # Everything imported so far lives as long as the process: keep it out of the
     # collector's full passes, which otherwise stall a call every few hundred (bench/).
     gc.freeze()
     if args.http:
-        from .http import HttpOptions, StartRefused, serve_http
+        from ._http import HttpOptions, StartRefused, serve_http
 
         allowed = [h.strip() for h in os.environ.get("ACP_ALLOWED_HOSTS", "").split(",") if h.strip()]
         options = HttpOptions(

@@ -14,8 +14,10 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from . import jsonio
-from .declaration import Connector, Principal, ResourceRef
+from . import _jsonio as jsonio
+from ._settings import Effective
+from ._tablefiles import TableFiles, uri_path
+from .declaration import Principal, ResourceRef
 from .errors import (
     CREDENTIALS_MISSING_MESSAGE,
     AcpError,
@@ -25,8 +27,6 @@ from .errors import (
     UpstreamError,
 )
 from .protocol import MODEL_ROWS_SINGLE, Header, JsonObject
-from .settings import Effective
-from .tablefiles import TableFiles, uri_path
 from .tables import ModelView, SampleBudget, TableWriter
 
 log = logging.getLogger("acp")
@@ -60,7 +60,6 @@ class CallContext:
     def __init__(
         self,
         *,
-        connector: Connector,
         tool: str,
         settings: Effective,
         principal: Principal | None,
@@ -71,11 +70,9 @@ class CallContext:
         read_host_table: HostTableReader | None,
         today: dt.date,
         tables_selected: list[str] | None = None,
-        on_proven: Callable[[], None] | None = None,
         report_progress: ProgressReporter | None = None,
         conversation: dict[str, Any] | None = None,
     ) -> None:
-        self.connector = connector
         self.tool = tool
         self.settings = settings
         self.principal = principal
@@ -89,7 +86,6 @@ class CallContext:
         self._host_tables = host_tables
         self._read_host_table = read_host_table
         self._writers: list[TableWriter] = []
-        self._on_proven = on_proven
         self._report_progress = report_progress
         self._progress_at = 0.0
         # State the connector keeps across calls of one conversation (spec 5.2 conversation_id,
@@ -116,9 +112,6 @@ class CallContext:
             raise ResourceRequired("This tool needs a resource_id. Call autocontext without arguments to list them.")
         return self.resource
 
-    def warn(self, message: str) -> None:
-        self.warnings.append(message)
-
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress (MCP ``notifications/progress``) from the worker thread of :meth:`run_blocking`.
 
@@ -135,11 +128,6 @@ class CallContext:
             anyio.from_thread.run(self._report_progress, done, total, message)
         except Exception:  # progress is best effort: a closed stream must not fail the extraction
             log.debug("progress notification dropped", exc_info=True)
-
-    def mark_authenticated(self) -> None:
-        """Tell the core these exact credentials just worked against the source."""
-        if self._on_proven is not None:
-            self._on_proven()
 
     # -- tables -----------------------------------------------------------------------------
     def table(

@@ -18,7 +18,7 @@
     └── TableTruncated               -32022  the host only has a sample of that table
 
 Connectors raise these (or let their single error-translation function turn vendor
-exceptions into them); :func:`shared.server` maps them to tool results in one place.
+exceptions into them); :func:`shared._runtime` maps them to tool results in one place.
 Every ``message`` is written for the model or the person and says what to do next.
 """
 
@@ -142,3 +142,19 @@ CREDENTIALS_MISSING_MESSAGE = (
     "This source needs credentials and none were configured. Ask the user to add them to the "
     "source in the host (they travel through acp/configure or _meta.acp, never in tool arguments)."
 )
+
+
+def missing_extra(exc: ImportError, connector_id: str) -> UpstreamError:
+    """The one answer to a vendor library missing on the server: what to install (a person's fix)."""
+    missing = exc.name or str(exc)
+    return UpstreamError(
+        f"A library this connector needs is not installed on the server ({missing}). "
+        f"Ask the administrator to run: pip install 'acp-connectors[{connector_id}]'"
+    )
+
+
+def timed_out(setting: str, narrow: str = "add filters, aggregate, or add LIMIT") -> UpstreamError:
+    """The one message for a query its time limit stopped; ``setting`` names the limit's config key."""
+    return UpstreamError(
+        f"The query ran past {setting} and was stopped. Narrow it ({narrow}), or ask the user to raise {setting}."
+    )

@@ -18,11 +18,11 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._http import is_loopback
+from ._redaction import redact
 from .declaration import Principal
 from .errors import AcpError, CredentialsInvalid, UpstreamError
-from .http import is_loopback
 from .protocol import JsonObject
-from .redaction import redact
 
 GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"  # noqa: S105 - a URL, not a secret
 # The legacy spellings of the same endpoint still found in older key files.

@@ -27,8 +27,8 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment, std
 from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict
 
+from ._tablefiles import uri_path
 from .protocol import ACP_KEY, ACP_VERSION, METHOD_CONFIGURE, METHOD_READ_TABLE, JsonObject
-from .tablefiles import uri_path
 
 ACP_HOST_CAPABILITY: JsonObject = {
     "version": ACP_VERSION,

@@ -82,13 +82,3 @@ class ErrorPayload(TypedDict):
     name: str
     message: str
     data: NotRequired[JsonObject]
-
-
-class HostTable(TypedDict):
-    """Answer of ``acp/read_table`` (spec 8.8): one table shaped like ``system_data``."""
-
-    format: Literal["inline", "file"]
-    row_count: int
-    headers: list[Header]
-    table: NotRequired[list[JsonObject]]
-    table_uri: NotRequired[str]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import jsonio
+from . import _jsonio as jsonio
 from .protocol import (
     MODEL_ROWS_MULTI,
     MODEL_ROWS_SINGLE,

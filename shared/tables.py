@@ -18,9 +18,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from . import jsonio
+from . import _jsonio as jsonio
+from ._tablefiles import TableFiles
 from .protocol import COLUMN_TYPES, ColumnType, Header, JsonObject, Sampling
-from .tablefiles import TableFiles
 from .values import (
     BINARY,
     DATE,

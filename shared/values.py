@@ -4,7 +4,7 @@ Rules kept here, in one place:
 
 * 64-bit (and larger) integers stay exact JSON integers.
 * ``Decimal`` values keep their exact digits: they stay ``Decimal`` until serialization,
-  where :func:`shared.jsonio.dumps` writes their digits verbatim.
+  where :func:`shared._jsonio.dumps` writes their digits verbatim.
 * Naive timestamps stay naive (no invented time zone); aware ones become UTC with ``Z``.
 * A column that mixes ``integer`` and ``number`` is ``number``; ``date`` and ``datetime``
   is ``datetime``; any other mix is ``string``. Columns with no values are ``string``.

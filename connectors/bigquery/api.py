@@ -28,8 +28,8 @@ from shared import (
     UpstreamError,
     google_auth,
 )
-from shared.http import is_loopback
-from shared.redaction import redact
+from shared._http import is_loopback
+from shared._redaction import redact
 
 from .fields import row_decoder
 

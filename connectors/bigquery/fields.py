@@ -8,8 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from shared import Header
-from shared.protocol import ColumnType
+from shared import ColumnType, Header
 
 # BigQuery type (legacy and standard SQL names) → ACP column type (spec 8.4).
 _HEADER_TYPES: dict[str, ColumnType] = {

@@ -42,6 +42,7 @@ import duckdb
 
 from shared import (
     AcpError,
+    ColumnType,
     CredentialsInvalid,
     Header,
     InvalidArguments,
@@ -50,7 +51,6 @@ from shared import (
     TableWriter,
     UpstreamError,
 )
-from shared.protocol import ColumnType
 from shared.sql import SEVERAL_STATEMENTS
 
 from .engine import (

@@ -53,6 +53,7 @@ from pymysql.cursors import Cursor, SSCursor
 from shared import (
     AcpError,
     CallCancelled,
+    ColumnType,
     CredentialsInvalid,
     Header,
     InvalidArguments,
@@ -62,7 +63,6 @@ from shared import (
     TableWriter,
     UpstreamError,
 )
-from shared.protocol import ColumnType
 from shared.sql import SEVERAL_STATEMENTS
 
 from .engine import MIN_COUNT_S, ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo

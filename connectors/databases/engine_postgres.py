@@ -31,6 +31,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from shared import (
     AcpError,
+    ColumnType,
     CredentialsInvalid,
     Header,
     InvalidArguments,
@@ -40,7 +41,6 @@ from shared import (
     TableWriter,
     UpstreamError,
 )
-from shared.protocol import ColumnType
 from shared.sql import SEVERAL_STATEMENTS
 
 from .engine import MIN_COUNT_S, ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo

@@ -103,7 +103,7 @@ def test_zip_layout_follows_spec_13(built: dict[str, Path], acpzip: ModuleType, 
         assert manifest[key] == source[key]
     # The connector's own code, the core, its skills; never another connector, tests or bytecode.
     assert f"{root}lib/connectors/{connector_id}/__init__.py" in listed
-    assert f"{root}lib/shared/server.py" in listed
+    assert f"{root}lib/shared/_runtime.py" in listed
     assert f"{root}lib/shared/install.py" in listed
     others = [c for c in CONNECTORS if c != connector_id]
     assert not [n for n in listed if any(n.startswith(f"{root}lib/connectors/{o}/") for o in others)]

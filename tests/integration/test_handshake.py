@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from toy_connector import TOOLS
 
+from shared._runtime import AcpRuntime
 from shared.declaration import Connector, Credentials, Resources, Tool
 from shared.results import Info
-from shared.server import AcpRuntime
 
 pytestmark = pytest.mark.anyio
 

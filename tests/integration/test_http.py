@@ -16,9 +16,9 @@ from http_support import HttpServer, http_server
 from toy_connector import COMMAND as TOY
 from toy_connector import TEST_CREDENTIALS, key_fingerprint
 
+from shared._http import HttpOptions, StartRefused, check_options
+from shared._runtime import NO_BACK_CHANNEL
 from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostProtocolError, HostTable
-from shared.http import HttpOptions, StartRefused, check_options
-from shared.server import NO_BACK_CHANNEL
 
 pytestmark = pytest.mark.anyio
 REPORT = {"resource_id": "acc_1", "start_date": "2026-01-01", "end_date": "2026-01-31", "rows": 40}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from shared.tablefiles import TableFiles
+from shared._tablefiles import TableFiles
 from shared.tables import SampleBudget, TableWriter
 
 # Large enough that nothing in a unit test spills unless the test asks for it.

@@ -1,4 +1,4 @@
-"""Unit tests for shared/autocontext.py: the 25 suggestions (spec 6.3), blocks (7.3) and 7.5's table."""
+"""Unit tests for shared/_autocontext.py: the 25 suggestions (spec 6.3), blocks (7.3) and 7.5's table."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from shared.autocontext import rank_suggestions, requested_blocks, should_attach, suggestions_notice
+from shared._autocontext import rank_suggestions, requested_blocks, should_attach, suggestions_notice
+from shared._settings import CallMeta
 from shared.declaration import Block
 from shared.errors import UnknownBlock
-from shared.settings import CallMeta
 
 PAGE = 25  # spec 6.3: ACP_RESOURCE_SUGGESTIONS
 

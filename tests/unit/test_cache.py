@@ -1,4 +1,4 @@
-"""Unit tests for shared/cache.py: autocontext cache, recency and proven credentials (spec 6.3, 7.4, 10.1)."""
+"""Unit tests for shared/_cache.py: autocontext cache, recency and proven credentials (spec 6.3, 7.4, 10.1)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.cache import MISS, BlockCache, ProvenCredentials, RecencyStore
+from shared._cache import MISS, BlockCache, ProvenCredentials, RecencyStore
 
 DAY = 24 * 3600.0
 HALF_LIFE = 14 * DAY  # spec 6.3

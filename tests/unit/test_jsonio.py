@@ -1,4 +1,4 @@
-"""Exact JSON serialization (spec 8.6: 64-bit integers and decimals keep their digits), shared/jsonio.py."""
+"""Exact JSON serialization (spec 8.6: 64-bit integers and decimals keep their digits), shared/_jsonio.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from decimal import Decimal
 import orjson
 import pytest
 
-from shared import jsonio
+from shared import _jsonio as jsonio
 
 
 def parse_exact(data: bytes | str):

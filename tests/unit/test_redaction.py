@@ -1,4 +1,4 @@
-"""Unit tests for shared/redaction.py: no credential echo in errors or logs (spec 5.4, 10.1.4)."""
+"""Unit tests for shared/_redaction.py: no credential echo in errors or logs (spec 5.4, 10.1.4)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import logging
 import sys
 
-from shared.redaction import REDACTED, SecretRegistry, _RedactingJsonFormatter, redact, register_secrets
+from shared._redaction import REDACTED, SecretRegistry, _RedactingJsonFormatter, redact, register_secrets
 
 PEM = (
     "-----BEGIN PRIVATE KEY-----\n"

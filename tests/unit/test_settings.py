@@ -1,4 +1,4 @@
-"""Unit tests for shared/settings.py: limits, precedence and setup schemas (spec 5.1-5.5, 10.1)."""
+"""Unit tests for shared/_settings.py: limits, precedence and setup schemas (spec 5.1-5.5, 10.1)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from shared.errors import AcpError, CredentialsInvalid, InvalidArguments, InvalidLimit
-from shared.settings import (
+from shared._settings import (
     UNSET,
     CallMeta,
     Settings,
@@ -20,6 +19,7 @@ from shared.settings import (
     schema_defaults,
     secret_values,
 )
+from shared.errors import AcpError, CredentialsInvalid, InvalidArguments, InvalidLimit
 
 CATALOG = frozenset({"ga4_hits", "datalayer", "ecommerce"})
 CANARY = "CANARY-SECRET-123456"

@@ -1,4 +1,4 @@
-"""``table_uri`` files (spec 8.5): random names, owner-only permissions, TTL sweep. shared/tablefiles.py."""
+"""``table_uri`` files (spec 8.5): random names, owner-only permissions, TTL sweep. shared/_tablefiles.py."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from shared import tablefiles
-from shared.tablefiles import DEFAULT_TTL_S, TableFiles
+from shared import _tablefiles as tablefiles
+from shared._tablefiles import DEFAULT_TTL_S, TableFiles
 
 NAME_RE = re.compile(r"^unit-[0-9a-f]{32}\.json$")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from shared import jsonio
+from shared import _jsonio as jsonio
 from shared.tables import CallCancelled, ModelView, TableData, read_table_file
 
 CET = dt.timezone(dt.timedelta(hours=2))

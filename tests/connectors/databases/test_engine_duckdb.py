@@ -31,8 +31,8 @@ from process_support import cpu_seconds, server_process
 from connectors.databases import engine_duckdb as engine
 from connectors.databases.resources import normalize
 from shared import CredentialsInvalid, InvalidArguments, ReadOnlyViolation, UpstreamError
+from shared._tablefiles import TableFiles
 from shared.host import AcpHost, HostTable, ToolResponse, uri_path
-from shared.tablefiles import TableFiles
 from shared.tables import SampleBudget, TableWriter
 
 READ_ONLY = ("ACP_READ_ONLY_VIOLATION", -32019)

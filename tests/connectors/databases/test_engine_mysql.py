@@ -29,8 +29,8 @@ from loader import load_file
 from connectors.databases import engine_mysql
 from connectors.databases.engine_mysql import ENGINE, check_mysql_specifics
 from shared import CredentialsInvalid, InvalidArguments, ReadOnlyViolation, ResourceNotFound, UpstreamError
+from shared._tablefiles import TableFiles
 from shared.host import AcpHost, HostTable, ToolResponse, uri_path
-from shared.tablefiles import TableFiles
 from shared.tables import SampleBudget, TableWriter
 
 # The server helper next to this file (test folders are not packages).

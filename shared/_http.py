@@ -28,10 +28,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from .server import AcpRuntime
+    from ._runtime import AcpRuntime
 
-from ._sdk import JSON_ONLY_HEADER
-
+JSON_ONLY_HEADER = b"x-acp-json-only"  # marks a request from a client that cannot read SSE
 DEFAULT_PORT = 7413
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 MCP_PATHS = ("/mcp", "/mcp/v1")

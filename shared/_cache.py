@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import jsonio
+from . import _jsonio as jsonio
 from .protocol import RECENT_HALF_LIFE_S, JsonObject
 
 _MISS = object()

@@ -1,14 +1,39 @@
-"""Autocontext rules that need no I/O (spec 6.3, 7): tool schemas, block descriptors,
-the ranking of the 25 suggestions and the ``on_first_call`` decision table."""
+"""Autocontext (spec 6.3, 7): the rules that need no I/O (tool schemas, block descriptors,
+the ranking of the 25 suggestions, the ``on_first_call`` decision table) and
+:class:`AutocontextRunner`, which fetches blocks and resource listings through the cache.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from .declaration import Block, Connector, ResourceRef
-from .errors import UnknownBlock
-from .protocol import RESOURCE_SUGGESTIONS, BlockDescriptor, JsonObject, ResourceSummary
-from .settings import CallMeta
+import anyio
+
+from . import _jsonio as jsonio
+from ._cache import MISS
+from ._redaction import redact
+from ._settings import CallMeta
+from .declaration import ANONYMOUS, Block, Connector, Principal, ResourceRef
+from .errors import AcpError, UnknownBlock
+from .protocol import (
+    RESOURCE_LIST_TTL_S,
+    RESOURCE_SUGGESTIONS,
+    BlockDescriptor,
+    BlockResult,
+    JsonObject,
+    ResourceSummary,
+)
+
+if TYPE_CHECKING:
+    from ._cache import BlockCache, ProvenCredentials, RecencyStore
+    from ._session import SessionState
+    from .context import CallContext
+
+log = logging.getLogger("acp")
+_RESOURCES_BLOCK = "__resources__"
 
 
 def resource_argument(connector: Connector) -> JsonObject:
@@ -195,3 +220,148 @@ def should_attach(meta: CallMeta, first_time: bool) -> bool:
     if meta.session_id is None:
         return meta.autocontext_delivered is False
     return first_time
+
+
+class AutocontextRunner:
+    """Runs the reserved autocontext tools and the on_first_call attachment for one connector.
+
+    Blocks run concurrently, each under the connector's time budget; a failing block carries
+    ``error`` and never fails the call (spec 7.3). Entries are cached per credential identity,
+    resource, block and source configuration, and served only to credentials proven in this
+    process (spec 7.4).
+    """
+
+    def __init__(
+        self,
+        connector: Connector,
+        cache: BlockCache,
+        recency: RecencyStore,
+        proven: ProvenCredentials,
+        translate: Callable[[BaseException], AcpError],
+    ) -> None:
+        self.connector = connector
+        self.cache = cache
+        self.recency = recency
+        self.proven = proven
+        self._translate = translate
+
+    async def ensure_proven(self, cctx: CallContext) -> None:
+        """Authenticate credentials not yet proven in this process, before cached data is served."""
+        credentials = cctx.credentials
+        authenticate = self.connector.credentials.authenticate
+        if not self.connector.credentials.required or not credentials or self.proven.is_proven(credentials):
+            return
+        if authenticate is not None:
+            await authenticate(credentials, cctx)
+            self.proven.prove(credentials)
+
+    async def _cached(
+        self,
+        cctx: CallContext,
+        principal: Principal,
+        resource_id: str,
+        key: str,
+        ttl_s: float,
+        fetch: Callable[[], Awaitable[Any]],
+    ) -> tuple[Any, bool]:
+        credentials = cctx.credentials
+        # The source configuration can change what a block holds (hidden columns, say): an entry
+        # made under one configuration is never served under another.
+        key = f"{key}#{_config_tag(cctx.config)}"
+        usable = not self.connector.credentials.required or (credentials and self.proven.is_proven(credentials))
+        if usable:
+            hit = self.cache.get(principal.identity, resource_id, key)
+            if hit is not MISS:
+                return hit, True
+        from .values import json_safe
+
+        data = json_safe(await fetch())
+        self.cache.put(principal.identity, resource_id, key, data, ttl_s)
+        return data, False
+
+    async def suggestions(
+        self, cctx: CallContext, principal: Principal, default_id: str | None, query: Any
+    ) -> tuple[JsonObject, bool]:
+        """The resource page of spec 6.3 and whether the listing came from the cache."""
+        lister = self.connector.resources.list
+        resources: list[Any] = []
+        cached = False
+        if lister is not None:
+            await self.ensure_proven(cctx)
+
+            async def fetch() -> Any:
+                return list(await lister(cctx))
+
+            resources, cached = await self._cached(cctx, principal, "", _RESOURCES_BLOCK, RESOURCE_LIST_TTL_S, fetch)
+        text_query = query if isinstance(query, str) and query.strip() else None
+        page, matching = rank_suggestions(resources, self.recency.ranked(principal.identity), default_id, text_query)
+        notice = suggestions_notice(len(page), matching, len(resources), text_query, default_id)
+        return {"notice": notice, "total_available": len(resources), "resources": page}, cached
+
+    async def blocks(
+        self, cctx: CallContext, principal: Principal, ref: ResourceRef, chosen: list[Block] | None
+    ) -> tuple[list[BlockResult], bool]:
+        """The blocks of spec 7.3 for ``ref`` and whether every one came from the cache."""
+        blocks = chosen if chosen is not None else applicable(self.connector.blocks, ref)
+        results: list[BlockResult | None] = [None] * len(blocks)
+        hits: list[bool] = [False] * len(blocks)
+        budget = self.connector.block_timeout_s
+
+        async def run(index: int, block: Block) -> None:
+            entry: BlockResult = {"id": block.id, "description": block.description}
+            if block.applies_to and ref.level not in block.applies_to:
+                entry["error"] = not_applicable_error(block, ref)
+                results[index] = entry
+                return
+            ttl = block.ttl_s if block.ttl_s is not None else self.connector.autocontext_ttl_s
+            try:
+                with anyio.fail_after(budget):
+                    data, hits[index] = await self._cached(
+                        cctx, principal, ref.id, block.id, ttl, lambda: block.fetch(ref, cctx)
+                    )
+                entry["data"] = data
+            except TimeoutError:
+                entry["error"] = f"Timed out after {budget:g} s; the other blocks are unaffected."
+            except Exception as exc:
+                entry["error"] = redact(self._translate(exc).message)
+            results[index] = entry
+
+        async with anyio.create_task_group() as group:
+            for index, block in enumerate(blocks):
+                group.start_soon(run, index, block)
+        done = [r for r in results if r is not None]
+        return done, bool(blocks) and all(hits)
+
+    async def first_call(
+        self,
+        session: SessionState,
+        meta: CallMeta,
+        cctx: CallContext,
+        principal: Principal | None,
+        resource: ResourceRef | None,
+    ) -> list[BlockResult] | None:
+        """Spec 7.5: the blocks to attach to an extraction, when the table says so."""
+        if "on_first_call" not in self.connector.delivery or resource is None or not self.connector.blocks:
+            return None
+        identity = (principal or ANONYMOUS).identity
+        key = (identity, meta.session_id or "", resource.id)
+        if not should_attach(meta, not session.was_delivered(key)):
+            return None
+        known = {b.id: b for b in self.connector.blocks}
+        wanted = [known[b] for b in meta.autocontext_blocks if b in known]
+        blocks = applicable(wanted or self.connector.blocks, resource)
+        try:
+            results, _ = await self.blocks(cctx, principal or ANONYMOUS, resource, blocks)
+        except Exception:
+            log.warning("on_first_call autocontext failed", exc_info=True)
+            return None
+        if not results or all("error" in r for r in results):
+            return None
+        if meta.session_id:
+            session.mark_delivered(key)
+        return results
+
+
+def _config_tag(config: JsonObject) -> str:
+    canonical = jsonio.dumps({k: config[k] for k in sorted(config)})
+    return hashlib.sha256(canonical).hexdigest()[:16]

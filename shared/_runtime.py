@@ -1,0 +1,415 @@
+"""The ACP runtime: serves a :class:`~shared.declaration.Connector` as an MCP server.
+
+It wires the SDK (the capability in ``initialize`` and ``server/discover``, ``tools/list``,
+``tools/call``, ``acp/configure``) and dispatches each call: system channel and precedence
+(:mod:`._session`), argument resolution (:mod:`._arguments`), the reserved autocontext tools
+(:mod:`._autocontext`), the connector's tool, and the answer (:mod:`.envelope`,
+:mod:`.results`). Exceptions become tool errors here, in one place (spec 12.1).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from . import _sdk
+from ._arguments import ArgumentResolver
+from ._autocontext import (
+    AutocontextRunner,
+    applicable,
+    autocontext_data_schema,
+    autocontext_schema,
+    descriptor,
+    requested_blocks,
+)
+from ._cache import BlockCache, ProvenCredentials, RecencyStore
+from ._redaction import redact, register_secrets
+from ._session import Limits, SessionState, configure
+from ._settings import SYSTEM_CHANNEL_KEYS, CallMeta, Effective, check_config, parse_call_meta, secret_values
+from ._tablefiles import TableFiles, TableLinks, uri_path
+from .context import CallContext
+from .dates import date_properties, local_today, resolve_date_arguments
+from .declaration import Connector, Principal, ResourceRef, Tool
+from .envelope import CallRecord, Envelopes
+from .errors import (
+    AcpError,
+    HostTablesUnsupported,
+    InvalidArguments,
+    InvalidLimit,
+    UpstreamError,
+    error_from_code,
+    missing_extra,
+)
+from .protocol import ACP_KEY, METHOD_CONFIGURE, TOOL_AUTOCONTEXT, TOOL_AUTOCONTEXT_DATA, BlockResult, JsonObject
+from .publish import ToolCatalog, capability
+from .results import Delivery, Extraction, Info, extraction_parts
+
+log = logging.getLogger("acp")
+_READ_TABLE_TIMEOUT_S = 120.0
+NO_BACK_CHANNEL = (
+    "This tool reads a host table through acp/read_table, which needs a session with a back-channel; this "
+    "connection (MCP 2026-07-28 or stateless HTTP) has none. Use a stdio or session-based HTTP connection."
+)
+
+
+class AcpRuntime:
+    """Serves one connector declaration over MCP."""
+
+    def __init__(self, connector: Connector, environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        _validate_declaration(connector)
+        self.connector = connector
+        self.files = TableFiles.from_environment(connector.id, env)
+        cache_root = Path(env["ACP_CACHE_DIR"]) / connector.id if env.get("ACP_CACHE_DIR") else None
+        self.proven = ProvenCredentials()
+        self.autocontext = AutocontextRunner(
+            connector,
+            BlockCache(cache_root / "autocontext" if cache_root else None),
+            RecencyStore(cache_root / "recent" if cache_root else None),
+            self.proven,
+            self.translate,
+        )
+        self.table_links = TableLinks()
+        self.http_scheme = "http"  # "https" when serving TLS or behind a TLS proxy (set by shared._http)
+        self.catalog = ToolCatalog(connector)
+        self.limits = Limits(connector)
+        self.arguments = ArgumentResolver(connector)
+        self.envelopes = Envelopes(connector.id)
+        self._stateless = SessionState()
+        self._tools = {t.name: t for t in connector.tools}
+
+    def capability(self) -> JsonObject:
+        return capability(self.connector)
+
+    def published_tools(self) -> list[types.Tool]:
+        return self.catalog.tools()
+
+    # -- SDK wiring --------------------------------------------------------------------------
+    def build_server(self) -> Server[Any]:
+        runtime = self
+
+        class _AcpServer(Server[Any]):
+            def get_capabilities(
+                self,
+                notification_options: Any = None,
+                experimental_capabilities: Any = None,
+                extensions: Any = None,
+                *,
+                protocol_version: str | None = None,
+            ) -> Any:
+                # notes §3: initialize and 2026's server/discover both read the capability from here.
+                experimental = {**(experimental_capabilities or {}), ACP_KEY: runtime.capability()}
+                return super().get_capabilities(
+                    notification_options, experimental, extensions, protocol_version=protocol_version
+                )
+
+        server = _AcpServer(
+            self.connector.id,
+            version=self.connector.version,
+            title=self.connector.title,
+            instructions=self.connector.instructions,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        server.add_request_handler(METHOD_CONFIGURE, _sdk.OpenParams, self._configure)
+        return server
+
+    async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.published_tools())
+
+    def _session(self, ctx: ServerRequestContext[Any, Any]) -> SessionState:
+        if not _sdk.has_session(ctx):
+            # Stateless requests share one record: it holds no settings (configure is refused there)
+            # and its on_first_call pairs are keyed by credential identity and session_id.
+            return self._stateless
+        state = _sdk.connection_state(ctx)
+        session = state.get(ACP_KEY)
+        if not isinstance(session, SessionState):
+            session = state[ACP_KEY] = SessionState()
+        return session
+
+    # -- acp/configure (spec 5.1) ----------------------------------------------------------------
+    async def _configure(self, ctx: ServerRequestContext[Any, Any], params: _sdk.OpenParams) -> JsonObject:
+        if not _sdk.has_session(ctx):
+            # 2026-07-28 has no session: an "ok" here would evaporate before the next call.
+            raise MCPError(
+                code=-32600,
+                message="acp/configure needs a session, and this MCP revision (2026-07-28) has none. Send "
+                "credentials, limits and config in params._meta.acp of every tools/call instead.",
+            )
+        try:
+            return configure(self.limits, self._session(ctx), dict(params.model_extra or {}), self.arguments.principal)
+        except InvalidLimit as exc:
+            raise MCPError(code=exc.code, message=redact(exc.message), data=exc.data) from None
+        except AcpError as exc:
+            # ACP codes travel only inside tool results; a bad configure is Invalid params.
+            raise MCPError(
+                code=-32602, message=redact(exc.message), data={"acp_code": exc.code, "acp_name": exc.name}
+            ) from None
+
+    # -- tools/call ----------------------------------------------------------------------------
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        defaults = self.connector.defaults
+        call = CallRecord(
+            tool=params.name,
+            arguments={k: v for k, v in arguments.items() if k not in SYSTEM_CHANNEL_KEYS},
+            call_id=f"call-{secrets.token_hex(6)}",
+            row_limit=defaults.row_limit,
+            cost_limit_usd=defaults.cost_limit_usd,
+        )
+        extra = {"call_id": call.call_id, "tool": params.name, "session": _sdk.session_label(ctx)}
+        try:
+            result = await self._dispatch(ctx, params, arguments, call)
+        except AcpError as exc:
+            log.info("call failed: %s", exc.name, extra=extra)
+            return self.envelopes.error(call, exc)
+        except Exception as exc:
+            mapped = self.translate(exc)
+            log.warning("call failed: %s (%s)", mapped.name, type(exc).__name__, exc_info=True, extra=extra)
+            return self.envelopes.error(call, mapped)
+        log.info("call ok in %d ms", call.elapsed_ms, extra=extra)
+        return result
+
+    def translate(self, exc: BaseException) -> AcpError:
+        """Any exception as an ACP error: the connector's own table first, then the core's rules."""
+        if isinstance(exc, AcpError):
+            return exc
+        translate = self.connector.translate_error
+        mapped = translate(exc) if translate is not None else None
+        if mapped is not None:
+            return mapped
+        if isinstance(exc, ImportError):  # a connector's extra is not installed on this server
+            return missing_extra(exc, self.connector.id)
+        detail = redact(str(exc))[:300]
+        return UpstreamError(
+            f"The source failed ({type(exc).__name__}: {detail}). Try again; if it keeps failing, "
+            "simplify the request or ask the user to check the source."
+        )
+
+    async def _dispatch(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.CallToolRequestParams,
+        arguments: JsonObject,
+        call: CallRecord,
+    ) -> types.CallToolResult:
+        session = self._session(ctx)
+        raw_meta = (params.meta or {}).get(ACP_KEY)
+        if isinstance(raw_meta, dict) and isinstance(raw_meta.get("credentials"), dict):
+            register_secrets(secret_values(self.connector.credentials.schema, raw_meta["credentials"]))
+        meta = parse_call_meta(raw_meta, self.limits.catalog_names)
+        if meta.call_id:
+            call.call_id = meta.call_id
+        check_config(self.connector.config_schema, meta.settings.config)
+        eff = self.limits.effective(meta, session.settings)
+        call.row_limit, call.cost_limit_usd = eff.row_limit, eff.cost_limit_usd
+
+        if params.name == TOOL_AUTOCONTEXT:
+            call.kind = "autocontext"
+            return await self._autocontext(ctx, session, meta, eff, arguments, call)
+        if params.name == TOOL_AUTOCONTEXT_DATA:
+            call.kind = "autocontext_data"
+            return self._autocontext_data(arguments, eff, call)
+        tool = self._tools.get(params.name)
+        if tool is None:
+            available = ", ".join(t.name for t in self.published_tools())
+            raise InvalidArguments(f"Unknown tool '{params.name}'. Available tools: {available}.")
+        call.kind = tool.kind
+        resolver = self.arguments
+        args = resolver.check(tool.name, self.catalog.input_schema(tool), tool.validation_schema, arguments)
+        window = resolve_date_arguments(args, date_properties(tool.input_schema), local_today())
+        principal = resolver.principal(eff.credentials) if tool.requires_credentials else None
+        resource = resolver.resource(tool, args.pop("resource_id", None), eff)
+        call.resource_id = resource.id if resource else None
+        selection = resolver.selection(tool, args.pop("tables", None), eff)
+        call.arguments = dict(args)
+        if selection is not None:
+            call.arguments["tables"] = selection
+        conversation = session.conversation(
+            principal.identity if principal else "", meta.conversation_id or meta.session_id or ""
+        )
+        cctx = self._context(ctx, eff, principal, resource, call, selection, conversation)
+        completed = False
+        try:
+            output = await tool.run(args, cctx)
+            completed = True
+        finally:
+            if not completed:
+                cctx.discard_tables()
+        if tool.requires_credentials and eff.credentials:
+            self.proven.prove(eff.credentials)
+        if resource is not None and principal is not None:
+            self.autocontext.recency.record(principal.identity, resource.id)
+        if output.applied_arguments:
+            call.arguments.update(output.applied_arguments)
+        call.warnings.extend(cctx.warnings)
+        if isinstance(output, Info):
+            return self.envelopes.info(call, output)
+        attached = await self.autocontext.first_call(session, meta, cctx, principal, resource)
+        return self._extraction_result(ctx, call, output, eff, tool, selection, window, attached)
+
+    def _context(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        eff: Effective,
+        principal: Principal | None,
+        resource: ResourceRef | None,
+        call: CallRecord,
+        selection: list[str] | None = None,
+        conversation: dict[str, Any] | None = None,
+    ) -> CallContext:
+        caps = _sdk.client_acp_capability(ctx) or {}
+
+        async def read_host_table(ref: str) -> JsonObject:
+            # The client declared host_tables; what it lacks is a channel for acp/read_table (notes §5),
+            # so the next step is another connection, not another declaration.
+            if not _sdk.has_back_channel(ctx):
+                raise HostTablesUnsupported(NO_BACK_CHANNEL)
+            params: JsonObject = {"ref": ref}
+            if call.call_id:
+                params["call_id"] = call.call_id
+            try:
+                return await _sdk.read_table(ctx, params, _READ_TABLE_TIMEOUT_S)
+            except MCPError as exc:
+                if exc.code == -32600:  # the SDK's NoBackChannelError: no channel for server requests
+                    raise HostTablesUnsupported(NO_BACK_CHANNEL) from None
+                raise error_from_code(exc.code, exc.message or "The host could not resolve the table.") from None
+
+        return CallContext(
+            tool=call.tool,
+            settings=eff,
+            principal=principal,
+            resource=resource,
+            call_id=call.call_id,
+            files=self.files,
+            host_tables=bool(caps.get("host_tables")),
+            read_host_table=read_host_table,
+            today=local_today(),
+            tables_selected=selection,
+            report_progress=_sdk.progress_reporter(ctx),
+            conversation=conversation,
+        )
+
+    # -- autocontext (spec 6.3, 7) ---------------------------------------------------------------
+    def _autocontext_data(self, arguments: JsonObject, eff: Effective, call: CallRecord) -> types.CallToolResult:
+        schema = autocontext_data_schema(self.connector)
+        args = self.arguments.check(TOOL_AUTOCONTEXT_DATA, schema, None, arguments)
+        ref = self.arguments.normalize(args["resource_id"], eff.credentials) if args.get("resource_id") else None
+        call.resource_id = ref.id if ref else None
+        blocks = [descriptor(b) for b in applicable(self.connector.blocks, ref)]
+        return self.envelopes.result("autocontext_data", blocks, self.envelopes.system_info(call))
+
+    async def _autocontext(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        session: SessionState,
+        meta: CallMeta,
+        eff: Effective,
+        arguments: JsonObject,
+        call: CallRecord,
+    ) -> types.CallToolResult:
+        published, validation = autocontext_schema(self.connector)
+        args = self.arguments.check(TOOL_AUTOCONTEXT, published, validation, arguments)
+        raw_resource = args.get("resource_id")
+        principal = self.arguments.principal(eff.credentials)
+        runner = self.autocontext
+        if not (isinstance(raw_resource, str) and raw_resource.strip()):
+            cctx = self._context(ctx, eff, principal, None, call)
+            page, cached = await runner.suggestions(cctx, principal, eff.default_resource_id, args.get("query"))
+            return self.envelopes.result("autocontext", page, self.envelopes.system_info(call, cached=cached))
+        ref = self.arguments.normalize(raw_resource, eff.credentials)
+        call.resource_id = ref.id
+        requested = args.get("request_data") or []
+        chosen = requested_blocks(self.connector.blocks, requested) if requested else None
+        cctx = self._context(ctx, eff, principal, ref, call)
+        await runner.ensure_proven(cctx)
+        if self.connector.resources.check is not None:
+            await self.connector.resources.check(ref, cctx)
+        results, cached = await runner.blocks(cctx, principal, ref, chosen)
+        failed = sum(1 for r in results if "error" in r)
+        if failed:
+            call.warnings.append(f"{failed} of {len(results)} autocontext blocks failed; see their error field.")
+        if meta.session_id:
+            session.mark_delivered((principal.identity, meta.session_id, ref.id))
+        runner.recency.record(principal.identity, ref.id)
+        return self.envelopes.result("autocontext", results, self.envelopes.system_info(call, cached=cached))
+
+    # -- extraction results (spec 8.2, 8.5) -------------------------------------------------------
+    def _extraction_result(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        call: CallRecord,
+        output: Info | Extraction,
+        eff: Effective,
+        tool: Tool,
+        selection: list[str] | None,
+        window: list[str] | None,
+        attached: list[BlockResult] | None,
+    ) -> types.CallToolResult:
+        assert isinstance(output, Extraction)
+        caps = _sdk.client_acp_capability(ctx) or {}
+        catalog = self.connector.catalog_for(tool)
+        if output.dates is None:
+            output.dates = window or [local_today().isoformat()]
+        delivery = Delivery(
+            row_limit=eff.row_limit,
+            field_limit=eff.field_limit,
+            sampling=eff.sampling,
+            multi_table=bool(caps.get("multi_table")),
+            stores_system_data=caps.get("stores_system_data") is not False,
+            selection=selection,
+            catalog_names=frozenset(e.name for e in catalog),
+            required_tables=frozenset(e.name for e in catalog if e.required),
+        )
+        parts = extraction_parts(output, delivery)
+        if parts.system_data is not None and ctx.request is not None:
+            self._link_table_files(ctx.request.headers.get("host", "127.0.0.1"), parts.system_data)
+        if attached:
+            parts.model_response["autocontext"] = attached
+        call.warnings.extend(parts.warnings)
+        fields: JsonObject = {
+            "title": output.title or f"{self.connector.title} · {call.resource_id or tool.name}",
+            **parts.info,
+            "cost_estimate_usd": output.cost_estimate_usd,
+            "cost_actual_usd": output.cost_actual_usd,
+            "autocontext_attached": bool(attached),
+            "messages": parts.messages,
+        }
+        if output.source is not None:
+            fields["source"] = output.source
+        if selection is not None:
+            fields["tables_selected"] = selection
+        info = self.envelopes.system_info(call, **fields)
+        return self.envelopes.result("extraction", parts.model_response, info, parts.system_data)
+
+    def _link_table_files(self, host: str, system_data: JsonObject) -> None:
+        """Over HTTP a ``file://`` path is useless to a remote host: swap in a single-use URL (spec 8.5).
+
+        ``host`` is the request's Host header, already validated by the transport's Host check.
+        """
+        for body in [system_data, *system_data.get("tables", [])]:
+            if body.get("format") == "file":
+                path = uri_path(body["table_uri"])
+                body["table_uri"] = f"{self.http_scheme}://{host}/tables/{self.table_links.publish(path)}"
+
+
+def _validate_declaration(c: Connector) -> None:
+    names = [t.name for t in c.tools]
+    if len(set(names)) != len(names) or set(names) & {TOOL_AUTOCONTEXT, TOOL_AUTOCONTEXT_DATA}:
+        raise ValueError("tool names must be unique and must not reuse the reserved autocontext tools")
+    if c.credentials.required and c.credentials.authenticate is None:
+        raise ValueError("a connector with credentials must declare authenticate (spec 7.4 cache rule)")
+    if not 0 <= c.defaults.row_limit <= 5000:
+        raise ValueError("defaults.row_limit must be between 0 and 5000")
