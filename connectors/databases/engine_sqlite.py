@@ -299,9 +299,6 @@ class Database(Connection):
     def user_functions(self) -> frozenset[str]:
         return frozenset()  # SQLite functions come from the application, and this one registers none
 
-    def scalar_rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return list(self.conn.execute(sql, params).fetchall())
-
     # -- writes ---------------------------------------------------------------------------------
     def insert(
         self, schema: str | None, table: str, headers: Sequence[Header], rows: Iterable[Sequence[Any]], create: bool
