@@ -3,7 +3,9 @@
 Everything here is synchronous and runs in a worker thread (``ctx.run_blocking``). Results
 are read page by page over REST (never the BigQuery Storage API, which ignores the endpoint
 override and needs extra dependencies). The client's default retry keeps going for ten
-minutes; here it gives up after ``ACP_BIGQUERY_RETRY_S`` seconds.
+minutes; here it gives up after ``ACP_BIGQUERY_RETRY_S`` seconds. The client cache, the endpoint
+override, the retry deadline and the generic error rows come from :mod:`shared.google_api`; BigQuery's
+own error rows close this module.
 """
 
 from __future__ import annotations
