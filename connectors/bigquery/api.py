@@ -3,33 +3,33 @@
 Everything here is synchronous and runs in a worker thread (``ctx.run_blocking``). Results
 are read page by page over REST (never the BigQuery Storage API, which ignores the endpoint
 override and needs extra dependencies). The client's default retry keeps going for ten
-minutes; here it gives up after ``ACP_BIGQUERY_RETRY_S`` seconds.
+minutes; here it gives up after ``ACP_BIGQUERY_RETRY_S`` seconds. The client cache, the endpoint
+override, the retry deadline and the generic error rows come from :mod:`shared.google_api`; BigQuery's
+own error rows close this module.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import threading
 import time
-import urllib.parse
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared import (
-    AcpError,
-    CostLimitExceeded,
-    CredentialsInvalid,
-    InvalidArguments,
-    ResourceNotFound,
-    UpstreamError,
-    google_auth,
+from shared import CostLimitExceeded, CredentialsInvalid, InvalidArguments, UpstreamError, google_auth
+from shared.error_policy import Rule
+from shared.errors import timed_out
+from shared.google_api import (
+    INTERNAL_ERROR,
+    RATE_LIMITED,
+    ClientCache,
+    GoogleErrorPolicy,
+    api_error,
+    bounded_retry,
+    endpoint_override,
+    retry_deadline_s,
 )
-from shared._http import is_loopback
-from shared._redaction import redact
 
 from .fields import row_decoder
 
@@ -38,7 +38,6 @@ ENDPOINT_ENV = "ACP_BIGQUERY_ENDPOINT"
 RETRY_ENV = "ACP_BIGQUERY_RETRY_S"
 DEFAULT_RETRY_S = 30.0
 HTTP_TIMEOUT_S = 60.0  # one HTTP request; a job's own duration is bounded by job_timeout_s
-_CLIENTS_KEPT = 16
 
 
 @dataclass(frozen=True)
@@ -111,61 +110,35 @@ class JobTimedOut(Exception):
 
 
 # -- clients -----------------------------------------------------------------------------------
-_clients: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
-_clients_lock = threading.Lock()
+_clients: ClientCache[Any] = ClientCache()
 
 
 def endpoint(environ: Mapping[str, str]) -> str | None:
     """``ACP_BIGQUERY_ENDPOINT``: any ``https://`` URL, or ``http://`` on loopback only."""
-    value = environ.get(ENDPOINT_ENV, "").strip().rstrip("/")
-    if not value:
-        return None
-    parts = urllib.parse.urlsplit(value)
-    if parts.scheme == "https" and parts.hostname:
-        return value
-    if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):
-        return value
-    raise UpstreamError(
-        f"{ENDPOINT_ENV} must be an https:// URL, or an http:// URL on 127.0.0.1 (tests and emulators). "
-        "Ask the operator to fix or unset it."
-    )
+    return endpoint_override(environ, ENDPOINT_ENV)
 
 
 def client(settings: Settings) -> Any:
     """A cached ``bigquery.Client`` per credentials, project and endpoint (tokens stay in memory)."""
     api = endpoint(settings.environ)
-    canonical = json.dumps(dict(settings.credentials), sort_keys=True, default=str)
-    key = (hashlib.sha256(canonical.encode()).hexdigest(), settings.project, api or "")
-    with _clients_lock:
-        found = _clients.get(key)
-        if found is not None:
-            _clients.move_to_end(key)
-            return found
-    from google.cloud import bigquery
 
-    built = bigquery.Client(
-        project=settings.project,
-        credentials=google_auth.build(settings.credentials, SCOPES, settings.environ),
-        client_options={"api_endpoint": api} if api else None,
-    )
-    with _clients_lock:
-        _clients[key] = built
-        while len(_clients) > _CLIENTS_KEPT:
-            _clients.popitem(last=False)[1].close()
-    return built
+    def build() -> Any:
+        from google.cloud import bigquery
+
+        return bigquery.Client(
+            project=settings.project,
+            credentials=google_auth.build(settings.credentials, SCOPES, settings.environ),
+            client_options={"api_endpoint": api} if api else None,
+        )
+
+    return _clients.get(settings.credentials, settings.project, endpoint=api, build=build)
 
 
 def retry(environ: Mapping[str, str]) -> Any:
     """The client's retry (429, 5xx, rate limits, connection errors) with a short deadline."""
     from google.cloud import bigquery
 
-    try:
-        deadline = float(environ.get(RETRY_ENV, DEFAULT_RETRY_S))
-    except ValueError:
-        deadline = DEFAULT_RETRY_S
-    return bigquery.DEFAULT_RETRY.with_deadline(max(deadline, 0.1)).with_delay(
-        initial=min(0.25, deadline / 8), maximum=min(4.0, deadline / 2)
-    )
+    return bounded_retry(bigquery.DEFAULT_RETRY, retry_deadline_s(environ, RETRY_ENV, DEFAULT_RETRY_S))
 
 
 # -- queries -----------------------------------------------------------------------------------
@@ -433,93 +406,51 @@ def table_exists(settings: Settings, project: str, dataset: str, table: str) -> 
 # -- errors ------------------------------------------------------------------------------------
 def error_reason(exc: BaseException) -> str | None:
     """BigQuery's ``errors[0].reason`` (the exception class alone is ambiguous)."""
-    errors = getattr(exc, "errors", None) or []
-    first = errors[0] if errors else None
-    return str(first.get("reason")) if isinstance(first, dict) and first.get("reason") else None
+    found = api_error(exc)
+    return found.reason if found else None
 
 
-def error_message(exc: BaseException) -> str:
-    """BigQuery's own message, without the request URL the client prefixes, redacted and bounded."""
-    text = str(getattr(exc, "message", None) or exc)
-    if ": " in text and text.split(" ", 1)[0] in ("GET", "POST", "PUT", "PATCH", "DELETE"):
-        text = text.split(": ", 1)[1]
-    return redact(text)[:400]
+_JOB_TIMED_OUT = timed_out("job_timeout_s", "shorter date range, fewer tables, pre-aggregate")
+_REFUSED = "BigQuery refused the query: {message}. Fix the SQL and try again."
+_DENIED = (
+    "BigQuery denied access ({message}). The account lacks a permission (for example BigQuery Data Viewer on the "
+    "dataset and BigQuery Job User on the billing project): ask the user to grant it or to use other credentials."
+)
 
-
-def translate(exc: BaseException) -> AcpError | None:
-    """Foreign exceptions of the Google libraries as ACP errors (the connector's single place)."""
-    if isinstance(exc, ImportError):  # the server runs without its extra: every later import would fail too
-        return UpstreamError(
-            f"The BigQuery client library is not installed on this server ({exc.name or exc}). "
-            "Ask the administrator to run: pip install 'acp-connectors[bigquery]'"
-        )
-    from google.api_core import exceptions
-
-    auth = google_auth.translate(exc)
-    if auth is not None:
-        return auth
-    if isinstance(exc, JobTimedOut):
-        return UpstreamError(
-            "The query ran longer than job_timeout_s and was cancelled in BigQuery. Narrow it (shorter date range, "
-            "fewer tables, pre-aggregate) or ask the user to raise job_timeout_s."
-        )
-    if isinstance(exc, exceptions.RetryError):
-        cause = exc.cause
-        detail = error_message(cause) if cause is not None else "no answer"
-        return UpstreamError(
-            f"BigQuery kept failing after retries ({detail}). Try again in a minute; if it persists, "
-            "simplify the request or check the BigQuery status page."
-        )
-    if not isinstance(exc, exceptions.GoogleAPICallError):
-        if type(exc).__module__.startswith(("requests", "urllib3")):
-            return UpstreamError(
-                "BigQuery could not be reached. Try again in a moment; if it keeps failing, check the network."
-            )
-        return None
-    reason = error_reason(exc)
-    message = error_message(exc)
-    # A failed job's reason decides first: the client maps several (stopped, timeout,
-    # bytesBilledLimitExceeded) to whatever HTTP class, even 200 or 500.
-    if reason == "bytesBilledLimitExceeded":
-        return CostLimitExceeded(
-            f"BigQuery stopped the query at the byte limit derived from cost_limit_usd ({message}). Narrow the "
-            "query (fewer columns, shorter date range, filter by partition) or ask the user to raise the limit.",
-            {"reason": reason},
-        )
-    if reason == "timeout":
-        return UpstreamError(
-            "The query ran longer than job_timeout_s and BigQuery stopped it. Narrow it (shorter date range, fewer "
-            "tables, pre-aggregate) or ask the user to raise job_timeout_s."
-        )
-    if reason == "stopped":
-        return UpstreamError("The BigQuery job was cancelled before it finished. Run it again if it is still needed.")
-    if reason in ("rateLimitExceeded", "quotaExceeded", "jobRateLimitExceeded") or isinstance(
-        exc, exceptions.TooManyRequests
-    ):
-        return UpstreamError(f"BigQuery is rate-limiting these requests ({message}). Wait a minute and try again.")
-    if reason in ("backendError", "internalError", "jobBackendError", "jobInternalError", "badGateway"):
-        return UpstreamError(f"BigQuery had an internal error ({message}). Try again in a moment.")
-    if reason in ("resourcesExceeded", "responseTooLarge"):
-        return InvalidArguments(
-            f"The query needs more resources than BigQuery allows ({message}). Aggregate or filter more."
-        )
-    if isinstance(exc, exceptions.Unauthorized) or reason in ("authError", "invalidCredentials"):
-        return CredentialsInvalid(
-            "BigQuery rejected the credentials. Ask the user to reconnect the source (a new key or a new sign-in)."
-        )
-    if isinstance(exc, exceptions.Forbidden) or reason in ("accessDenied", "billingNotEnabled"):
-        return CredentialsInvalid(
-            f"BigQuery denied access ({message}). The account lacks a permission (for example BigQuery Data "
-            "Viewer on the dataset and BigQuery Job User on the billing project): ask the user to grant it or to "
-            "use other credentials."
-        )
-    if isinstance(exc, exceptions.NotFound) or reason == "notFound":
-        return ResourceNotFound(
-            f"BigQuery could not find it: {message}. Check the names (table names are case-sensitive) or call "
-            "autocontext to list datasets and tables."
-        )
-    if reason in ("invalidQuery", "invalid") or isinstance(exc, exceptions.BadRequest):
-        return InvalidArguments(f"BigQuery refused the query: {message}. Fix the SQL and try again.")
-    return UpstreamError(
-        f"BigQuery failed ({type(exc).__name__}: {message}). Try again; if it keeps failing, simplify the request."
-    )
+# BigQuery's own rows, before the generic Google ones. A failed job's reason decides: the client
+# maps several (stopped, timeout, bytesBilledLimitExceeded) to whatever HTTP class, even 200 or 500.
+POLICY = GoogleErrorPolicy(
+    "BigQuery",
+    rules=(
+        Rule(
+            CostLimitExceeded,
+            "BigQuery stopped the query at the byte limit derived from cost_limit_usd ({message}). Narrow the query "
+            "(fewer columns, shorter date range, filter by partition) or ask the user to raise the limit.",
+            reasons=("bytesBilledLimitExceeded",),
+            data=("reason",),
+        ),
+        Rule.fixed(_JOB_TIMED_OUT, classes=(JobTimedOut,)),  # the connector cancelled it
+        Rule.fixed(_JOB_TIMED_OUT, reasons=("timeout",)),  # BigQuery stopped it (job_timeout_ms)
+        Rule(
+            UpstreamError,
+            "The BigQuery job was cancelled before it finished. Run it again if it is still needed.",
+            reasons=("stopped",),
+        ),
+        Rule(UpstreamError, RATE_LIMITED, reasons=("jobRateLimitExceeded",)),
+        Rule(UpstreamError, INTERNAL_ERROR, reasons=("jobBackendError", "jobInternalError")),
+        Rule(
+            InvalidArguments,
+            "The query needs more resources than BigQuery allows ({message}). Aggregate or filter more.",
+            reasons=("resourcesExceeded", "responseTooLarge"),
+        ),
+        Rule(CredentialsInvalid, _DENIED, reasons=("billingNotEnabled",)),
+        Rule(InvalidArguments, _REFUSED, reasons=("invalidQuery",)),
+    ),
+    messages={
+        "permission_denied": _DENIED,
+        "not_found": "BigQuery could not find it: {message}. Check the names (table names are case-sensitive) or "
+        "call autocontext to list datasets and tables.",
+        "invalid_request": _REFUSED,
+    },
+)
+translate = POLICY.translate

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from shared import AcpError, CredentialsInvalid, Header, Principal, TableWriter
+from shared.errors import missing_extra, timed_out
 
 ENGINE_MODULES = {
     "sqlite": "engine_sqlite",
@@ -36,7 +37,8 @@ HAS_SCHEMAS = {
     "mysql": False,
     "mysql_dsn": False,
 }
-EXTRA_HINT = "pip install 'acp-connectors[databases]'"
+# What every engine answers when a query runs past its statement_timeout_s.
+STATEMENT_TIMED_OUT = timed_out("statement_timeout_s")
 # Below this much of a catalog read's time budget, counting another table is not even started.
 MIN_COUNT_S = 0.01
 
@@ -264,10 +266,7 @@ def engine_for(credentials: dict[str, Any]) -> Engine:
             try:
                 module = importlib.import_module(f"{__package__}.{module_name}")
             except ImportError as missing:
-                raise CredentialsInvalid(
-                    f"The {kind} driver is not installed on the server ({missing.name}). "
-                    f"Ask the administrator to run: {EXTRA_HINT}"
-                ) from None
+                raise missing_extra(missing, "databases") from None
             _ENGINES[module_name] = module.ENGINE
         return _ENGINES[module_name]
 

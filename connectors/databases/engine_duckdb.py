@@ -35,6 +35,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +52,12 @@ from shared import (
     TableWriter,
     UpstreamError,
 )
+from shared.error_policy import Failure, Rule, first_match
 from shared.sql import SEVERAL_STATEMENTS
 
 from .engine import (
     MIN_COUNT_S,
+    STATEMENT_TIMED_OUT,
     ColumnInfo,
     Connection,
     FileEngine,
@@ -631,21 +634,24 @@ def _is_text_type(kind: str) -> bool:
     return kind == "VARCHAR" or kind.startswith(("VARCHAR(", "ENUM("))
 
 
+_LOCKED = (
+    "The DuckDB file is locked by another process that is writing to it. Call again when it has finished, "
+    "or ask the user to close the program holding it."
+)
+_OTHER_MODE = "The DuckDB file is open in this server in another mode (a write is running). Call again in a moment."
+_CANNOT_OPEN = Rule(
+    CredentialsInvalid,
+    "The file in the credentials cannot be opened as a DuckDB database ({line:.200}). Ask the user to check the path.",
+)
+_OPEN_RULES = (
+    Rule(UpstreamError, _LOCKED, contains=("could not set lock", "conflicting lock")),
+    Rule(UpstreamError, _OTHER_MODE, contains=("different configuration",)),
+)
+
+
 def _open_error(exc: duckdb.Error) -> AcpError:
-    message = str(exc)
-    if "could not set lock" in message.lower() or "conflicting lock" in message.lower():
-        return UpstreamError(
-            "The DuckDB file is locked by another process that is writing to it. Call again when it has finished, "
-            "or ask the user to close the program holding it."
-        )
-    if "different configuration" in message.lower():
-        return UpstreamError(
-            "The DuckDB file is open in this server in another mode (a write is running). Call again in a moment."
-        )
-    return CredentialsInvalid(
-        f"The file in the credentials cannot be opened as a DuckDB database ({message.splitlines()[0][:200]}). "
-        "Ask the user to check the path."
-    )
+    failure = _failure(exc)
+    return first_match(_OPEN_RULES, failure) or _CANNOT_OPEN.build(failure)
 
 
 class DuckdbEngine(FileEngine):
@@ -674,79 +680,119 @@ def _looks_like_a_file(message: str) -> bool:
     return "/" in name or "\\" in name or "://" in name or name.endswith(_FILE_SUFFIXES)
 
 
+def _failure(exc: BaseException) -> Failure:
+    message = str(exc)
+    line = (message.splitlines() or [""])[0]
+    first = (line if message else type(exc).__name__).rstrip(".! ")  # DuckDB's first line, without its "!"
+    return Failure(exc, message, fields={"line": line, "first": first})
+
+
+_NO_FILES = (
+    "This ACP is read-only and reads only the configured database: DuckDB refused to read or write files, "
+    "extensions or other databases. Query the tables of this database with a single SELECT."
+)
+_RULES = (
+    Rule.fixed(STATEMENT_TIMED_OUT, classes=(TimeBudgetExceeded,)),
+    Rule(
+        UpstreamError,
+        "The query was cancelled before it finished. Call again if it is still needed.",
+        classes=(duckdb.InterruptException,),
+    ),
+    Rule(ReadOnlyViolation, _NO_FILES, classes=(duckdb.PermissionException,)),
+    Rule(ReadOnlyViolation, _NO_FILES, contains=("file system operations are disabled",)),
+    Rule(
+        ReadOnlyViolation,
+        "This ACP is read-only: DuckDB refused the statement ({first:.200}). Rewrite it as a single SELECT.",
+        contains=(
+            "read-only mode",
+            "cannot execute statement of type",
+            "configuration has been locked",
+            "in read-only",
+        ),
+    ),
+    Rule(
+        UpstreamError,
+        "DuckDB: {first}. Another transaction changed the same rows; call again.",
+        classes=(duckdb.TransactionException,),
+        contains=("conflict",),
+    ),
+    Rule(
+        ReadOnlyViolation,
+        "This ACP is read-only: transactions are managed by the connector. Send a single SELECT.",
+        classes=(duckdb.TransactionException,),
+    ),
+    Rule(
+        ReadOnlyViolation,
+        "This ACP reads only the configured database: a quoted file name in FROM would read a file, and file "
+        "access is disabled. Query the database's tables instead.",
+        classes=(duckdb.CatalogException,),
+        when=lambda failure: _looks_like_a_file(failure.message),
+    ),
+    Rule(
+        InvalidArguments,
+        "DuckDB: {first}. Call autocontext with this database to see its schemas, tables and columns, "
+        "then fix the query.",
+        classes=(duckdb.CatalogException, duckdb.BinderException),
+    ),
+    Rule(
+        InvalidArguments,
+        "DuckDB rejected the SQL: {first}. Fix the syntax (DuckDB dialect) and call again.",
+        classes=(duckdb.ParserException,),
+    ),
+    Rule(
+        UpstreamError,
+        "The DuckDB connection was closed (the file was reopened for a write, or the server is shutting down). "
+        "Call again.",
+        classes=(duckdb.ConnectionException,),
+    ),
+    # A lock message is the file's opening failing (see _open_error).
+    Rule(UpstreamError, _LOCKED, classes=(duckdb.IOException,), contains=("could not set lock", "conflicting lock")),
+    Rule(
+        UpstreamError,
+        _OTHER_MODE,
+        classes=(duckdb.IOException,),
+        contains=("lock",),
+        when=lambda failure: "different configuration" in failure.lowered,
+    ),
+    replace(_CANNOT_OPEN, classes=(duckdb.IOException,), contains=("lock",)),
+    Rule(
+        UpstreamError,
+        "DuckDB could not read the database file: {first}. Try again later.",
+        classes=(duckdb.IOException,),
+    ),
+    Rule(
+        UpstreamError,
+        "DuckDB ran out of memory for this query. Aggregate, filter or select fewer columns, then call again.",
+        classes=(duckdb.OutOfMemoryException,),
+    ),
+    Rule(
+        InvalidArguments,
+        "DuckDB: {first}. The rows break a constraint of the table; fix them first.",
+        classes=(duckdb.ConstraintException,),
+    ),
+    Rule(
+        InvalidArguments,
+        "DuckDB rejected the query: {first}. Fix it and call again.",
+        classes=(
+            duckdb.ConversionException,
+            duckdb.InvalidInputException,
+            duckdb.OutOfRangeException,
+            duckdb.TypeMismatchException,
+            duckdb.NotImplementedException,
+            duckdb.InvalidTypeException,
+            duckdb.ProgrammingError,
+            duckdb.DataError,
+        ),
+    ),
+    Rule(UpstreamError, "DuckDB failed: {first}. Try again or simplify the query."),
+)
+
+
 def translate(exc: BaseException) -> AcpError | None:
     """DuckDB errors as ACP errors with a next step (this engine's translation table)."""
-    if isinstance(exc, TimeBudgetExceeded):
-        return UpstreamError(
-            "The query ran past statement_timeout_s and was stopped. Add filters, aggregate, or add LIMIT."
-        )
-    if not isinstance(exc, duckdb.Error):
+    if not isinstance(exc, duckdb.Error | TimeBudgetExceeded):
         return None
-    message = str(exc)
-    lowered = message.lower()
-    first = (message.splitlines()[0] if message else type(exc).__name__).rstrip(".! ")
-    if isinstance(exc, duckdb.InterruptException):
-        return UpstreamError("The query was cancelled before it finished. Call again if it is still needed.")
-    if isinstance(exc, duckdb.PermissionException) or "file system operations are disabled" in lowered:
-        return ReadOnlyViolation(
-            "This ACP is read-only and reads only the configured database: DuckDB refused to read or write files, "
-            "extensions or other databases. Query the tables of this database with a single SELECT."
-        )
-    if (
-        "read-only mode" in lowered
-        or "cannot execute statement of type" in lowered
-        or "configuration has been locked" in lowered
-        or "in read-only" in lowered
-    ):
-        return ReadOnlyViolation(
-            f"This ACP is read-only: DuckDB refused the statement ({first[:200]}). Rewrite it as a single SELECT."
-        )
-    if isinstance(exc, duckdb.TransactionException):
-        if "conflict" in lowered:
-            return UpstreamError(f"DuckDB: {first}. Another transaction changed the same rows; call again.")
-        return ReadOnlyViolation(
-            "This ACP is read-only: transactions are managed by the connector. Send a single SELECT."
-        )
-    if isinstance(exc, duckdb.CatalogException) and _looks_like_a_file(message):
-        return ReadOnlyViolation(
-            "This ACP reads only the configured database: a quoted file name in FROM would read a file, and file "
-            "access is disabled. Query the database's tables instead."
-        )
-    if isinstance(exc, duckdb.CatalogException | duckdb.BinderException):
-        return InvalidArguments(
-            f"DuckDB: {first}. Call autocontext with this database to see its schemas, tables and columns, "
-            "then fix the query."
-        )
-    if isinstance(exc, duckdb.ParserException):
-        return InvalidArguments(f"DuckDB rejected the SQL: {first}. Fix the syntax (DuckDB dialect) and call again.")
-    if isinstance(exc, duckdb.ConnectionException):
-        return UpstreamError(
-            "The DuckDB connection was closed (the file was reopened for a write, or the server is shutting "
-            "down). Call again."
-        )
-    if isinstance(exc, duckdb.IOException):
-        if "lock" in lowered:
-            return _open_error(exc)
-        return UpstreamError(f"DuckDB could not read the database file: {first}. Try again later.")
-    if isinstance(exc, duckdb.OutOfMemoryException):
-        return UpstreamError(
-            "DuckDB ran out of memory for this query. Aggregate, filter or select fewer columns, then call again."
-        )
-    if isinstance(exc, duckdb.ConstraintException):
-        return InvalidArguments(f"DuckDB: {first}. The rows break a constraint of the table; fix them first.")
-    if isinstance(
-        exc,
-        duckdb.ConversionException
-        | duckdb.InvalidInputException
-        | duckdb.OutOfRangeException
-        | duckdb.TypeMismatchException
-        | duckdb.NotImplementedException
-        | duckdb.InvalidTypeException
-        | duckdb.ProgrammingError
-        | duckdb.DataError,
-    ):
-        return InvalidArguments(f"DuckDB rejected the query: {first}. Fix it and call again.")
-    return UpstreamError(f"DuckDB failed: {first}. Try again or simplify the query.")
+    return first_match(_RULES, _failure(exc))
 
 
 ENGINE = DuckdbEngine()

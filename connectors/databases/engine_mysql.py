@@ -63,9 +63,19 @@ from shared import (
     TableWriter,
     UpstreamError,
 )
+from shared.error_policy import Failure, Rule, first_match
 from shared.sql import SEVERAL_STATEMENTS
 
-from .engine import MIN_COUNT_S, ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
+from .engine import (
+    MIN_COUNT_S,
+    STATEMENT_TIMED_OUT,
+    ColumnInfo,
+    Connection,
+    Engine,
+    ForeignKey,
+    QueryOutcome,
+    TableInfo,
+)
 
 log = logging.getLogger(__name__)
 
@@ -998,86 +1008,127 @@ class MysqlEngine(Engine):
         return translate(exc)
 
 
+_UNREACHABLE = (
+    "Cannot reach the MySQL server ({message}). Try again; if it persists, ask the user to check the server, "
+    "host and port."
+)
 _WRITE_COMMANDS = ("INSERT", "UPDATE", "DELETE", "DROP", "CREATE", "ALTER", "INDEX", "REFERENCES", "TRIGGER", "LOCK")
+
+
+def _denies_a_write(failure: Failure) -> bool:
+    """ER_TABLEACCESS_DENIED_ERROR names the commands refused: "INSERT, UPDATE command denied …"."""
+    commands = {c.strip().upper() for c in failure.message.split(" command denied", 1)[0].split(",")}
+    return bool(commands & set(_WRITE_COMMANDS))
+
+
+# Keyed on the server's error number (client errors are 2000 and up).
+_RULES = (
+    Rule.fixed(STATEMENT_TIMED_OUT, classes=(TimeBudgetExceeded,)),
+    Rule(
+        CredentialsInvalid,
+        "The TLS connection to MySQL failed ({message}). Ask the user to check ssl_mode and ssl_ca.",
+        classes=(ssl.SSLError,),
+    ),
+    Rule(
+        CredentialsInvalid,
+        "MySQL rejected the login ({message}). Ask the user to check the user, password and allowed hosts.",
+        codes=(1045, 1698),
+    ),
+    Rule(
+        CredentialsInvalid,
+        "MySQL denied this user the database ({message}). Ask the user for credentials with access to it, "
+        "or pick another database.",
+        codes=(1044,),
+    ),
+    Rule(
+        ResourceNotFound,
+        "MySQL: {message}. Call autocontext without arguments to list the databases.",
+        codes=(1049,),
+    ),
+    Rule(
+        ReadOnlyViolation,
+        "This ACP is read-only: MySQL refused the statement ({message}). Rewrite it as a single SELECT.",
+        codes=(1792,),
+    ),
+    Rule.fixed(STATEMENT_TIMED_OUT, codes=(1969, 3024)),
+    Rule(
+        UpstreamError,
+        "The query was interrupted (the call was cancelled or timed out). Call again if needed.",
+        codes=(1317,),
+    ),
+    Rule(
+        ReadOnlyViolation,
+        "MySQL refused the write ({message}): the database user has no privilege for it. "
+        "Ask the user to change the grants or the source's access settings if this write is intended.",
+        codes=(1142, 1143),
+        when=_denies_a_write,
+    ),
+    Rule(
+        InvalidArguments,
+        "MySQL: {message}. The table does not exist or this database user cannot read it; call autocontext "
+        "with this database to see the tables it can query.",
+        codes=(1142, 1143),
+    ),
+    Rule(  # LOAD DATA LOCAL: the client never sends its files
+        ReadOnlyViolation,
+        "This ACP is read-only: LOAD DATA is not allowed, and this client never sends local files. "
+        "Rewrite the query as a single SELECT.",
+        codes=(1148, 3948, 4166),
+    ),
+    Rule(
+        ReadOnlyViolation,
+        "This ACP is read-only: MySQL refused the statement for lack of privilege ({message}). "
+        "Rewrite it as a single SELECT.",
+        codes=(1227, 1290, 1095, 1370),
+    ),
+    Rule(
+        InvalidArguments,
+        "MySQL: {message}. Call autocontext with this database to see its tables and columns, then fix the query.",
+        codes=(1146, 1054, 1305, 1109),
+    ),
+    Rule(
+        InvalidArguments,
+        "MySQL rejected the SQL: {message}. Fix the syntax (MySQL dialect) and call again.",
+        codes=(1064,),
+    ),
+    Rule(UpstreamError, _UNREACHABLE, codes=(2003, 2005, 2006, 2013, 2002, 2055)),
+    Rule(UpstreamError, _UNREACHABLE, classes=(pymysql.err.InterfaceError,)),
+    Rule(
+        CredentialsInvalid,
+        "MySQL TLS failed ({message}). Ask the user to check ssl_mode and ssl_ca.",
+        codes=(2026,),
+    ),
+    Rule(
+        UpstreamError,
+        "MySQL is busy ({message}). Try again in a moment.",
+        codes=(1040, 1203, 1205, 1213, 1226),
+    ),
+    Rule(
+        InvalidArguments,
+        "MySQL rejected the values: {message}. Fix the rows or the table and call again.",
+        classes=(pymysql.err.IntegrityError, pymysql.err.DataError),
+    ),
+    Rule(
+        InvalidArguments,
+        "MySQL rejected the query: {message}. Fix it and call again.",
+        classes=(pymysql.err.ProgrammingError, pymysql.err.OperationalError, pymysql.err.InternalError),
+        when=lambda failure: isinstance(failure.code, int) and 1000 <= failure.code < 2000,  # the server's errors
+    ),
+    Rule(UpstreamError, "MySQL failed: {message}. Try again or simplify the query."),
+)
 
 
 def translate(exc: BaseException) -> AcpError | None:
     """MySQL and MariaDB errors as ACP errors with a next step (this engine's translation table)."""
-    if isinstance(exc, TimeBudgetExceeded):
-        return UpstreamError(
-            "The query ran past statement_timeout_s and was stopped. Add filters, aggregate, or add LIMIT."
-        )
+    if isinstance(exc, pymysql.err.MySQLError):
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+        message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+        return first_match(_RULES, Failure(exc, message, code=code))
     if isinstance(exc, ssl.SSLError):
-        return CredentialsInvalid(
-            f"The TLS connection to MySQL failed ({exc.reason or exc}). Ask the user to check ssl_mode and ssl_ca."
-        )
-    if not isinstance(exc, pymysql.err.MySQLError):
-        return None
-    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
-    message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
-    if code in (1045, 1698):
-        return CredentialsInvalid(
-            f"MySQL rejected the login ({message}). Ask the user to check the user, password and allowed hosts."
-        )
-    if code == 1044:
-        return CredentialsInvalid(
-            f"MySQL denied this user the database ({message}). Ask the user for credentials with access to it, "
-            "or pick another database."
-        )
-    if code == 1049:
-        return ResourceNotFound(f"MySQL: {message}. Call autocontext without arguments to list the databases.")
-    if code == 1792:
-        return ReadOnlyViolation(
-            f"This ACP is read-only: MySQL refused the statement ({message}). Rewrite it as a single SELECT."
-        )
-    if code in (1969, 3024):
-        return UpstreamError(
-            "The query ran past statement_timeout_s and was stopped. Add filters, aggregate, or add LIMIT."
-        )
-    if code == 1317:
-        return UpstreamError("The query was interrupted (the call was cancelled or timed out). Call again if needed.")
-    if code in (1142, 1143):
-        commands = {c.strip().upper() for c in message.split(" command denied", 1)[0].split(",")}
-        if commands & set(_WRITE_COMMANDS):
-            return ReadOnlyViolation(
-                f"MySQL refused the write ({message}): the database user has no privilege for it. "
-                "Ask the user to change the grants or the source's access settings if this write is intended."
-            )
-        return InvalidArguments(
-            f"MySQL: {message}. The table does not exist or this database user cannot read it; call autocontext "
-            "with this database to see the tables it can query."
-        )
-    if code in (1148, 3948, 4166):  # LOAD DATA LOCAL: the client never sends its files
-        return ReadOnlyViolation(
-            "This ACP is read-only: LOAD DATA is not allowed, and this client never sends local files. "
-            "Rewrite the query as a single SELECT."
-        )
-    if code in (1227, 1290, 1095, 1370):
-        return ReadOnlyViolation(
-            f"This ACP is read-only: MySQL refused the statement for lack of privilege ({message}). "
-            "Rewrite it as a single SELECT."
-        )
-    if code in (1146, 1054, 1305, 1109):
-        return InvalidArguments(
-            f"MySQL: {message}. Call autocontext with this database to see its tables and columns, then fix the query."
-        )
-    if code == 1064:
-        return InvalidArguments(f"MySQL rejected the SQL: {message}. Fix the syntax (MySQL dialect) and call again.")
-    if code in (2003, 2005, 2006, 2013, 2002, 2055) or isinstance(exc, pymysql.err.InterfaceError):
-        return UpstreamError(
-            f"Cannot reach the MySQL server ({message}). Try again; if it persists, ask the user to check the "
-            "server, host and port."
-        )
-    if code == 2026:
-        return CredentialsInvalid(f"MySQL TLS failed ({message}). Ask the user to check ssl_mode and ssl_ca.")
-    if code in (1040, 1203, 1205, 1213, 1226):
-        return UpstreamError(f"MySQL is busy ({message}). Try again in a moment.")
-    if isinstance(exc, pymysql.err.IntegrityError | pymysql.err.DataError):
-        return InvalidArguments(f"MySQL rejected the values: {message}. Fix the rows or the table and call again.")
-    server_error = pymysql.err.ProgrammingError | pymysql.err.OperationalError | pymysql.err.InternalError
-    if isinstance(exc, server_error) and 1000 <= code < 2000:
-        return InvalidArguments(f"MySQL rejected the query: {message}. Fix it and call again.")
-    return UpstreamError(f"MySQL failed: {message}. Try again or simplify the query.")
+        return first_match(_RULES, Failure(exc, str(exc.reason or exc)))
+    if isinstance(exc, TimeBudgetExceeded):
+        return first_match(_RULES, Failure(exc, str(exc)))
+    return None
 
 
 __all__ = ["ENGINE", "MysqlConnection", "MysqlEngine", "Settings", "check_mysql_specifics", "settings_of"]

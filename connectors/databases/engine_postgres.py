@@ -41,9 +41,19 @@ from shared import (
     TableWriter,
     UpstreamError,
 )
+from shared.error_policy import Failure, Rule, first_match
 from shared.sql import SEVERAL_STATEMENTS
 
-from .engine import MIN_COUNT_S, ColumnInfo, Connection, Engine, ForeignKey, QueryOutcome, TableInfo
+from .engine import (
+    MIN_COUNT_S,
+    STATEMENT_TIMED_OUT,
+    ColumnInfo,
+    Connection,
+    Engine,
+    ForeignKey,
+    QueryOutcome,
+    TableInfo,
+)
 
 # Families by prefix (``*``, see shared.sql): PostgreSQL names its system functions by family and
 # adds members in new versions — an exact list let pg_ls_logicalsnapdir, pg_stat_reset_shared and
@@ -399,56 +409,73 @@ class PostgresEngine(Engine):
         return translate(exc)
 
 
+_BAD_LOGIN = "PostgreSQL rejected the user or password. Ask the user to check the source credentials."
+_READ_ONLY = "This ACP is read-only: PostgreSQL refused the statement ({message}). Rewrite it as a single SELECT."
+# Keyed on the SQLSTATE first; a connection that never opened has none, and its text decides.
+_RULES = (
+    Rule(ReadOnlyViolation, SEVERAL_STATEMENTS, contains=("multiple commands into a prepared statement",)),
+    Rule(ReadOnlyViolation, _READ_ONLY, codes=("25006",)),
+    Rule(ReadOnlyViolation, _READ_ONLY, contains=("read-only transaction",)),
+    Rule.fixed(STATEMENT_TIMED_OUT, codes=("57014",), contains=("statement timeout",)),
+    Rule(UpstreamError, "The query was cancelled. Call again if it is still needed.", codes=("57014",)),
+    Rule(CredentialsInvalid, _BAD_LOGIN, codes=("28P01", "28000")),
+    Rule(
+        ResourceNotFound,
+        "PostgreSQL: {message}. Call autocontext without arguments to list the databases.",
+        codes=("3D000",),
+    ),
+    Rule(
+        InvalidArguments,
+        "PostgreSQL: {message}. The database user has no permission for that; query what autocontext lists.",
+        codes=("42501",),
+    ),
+    Rule(
+        InvalidArguments,
+        "PostgreSQL: {message}. Call autocontext with this database or schema to see its tables and columns.",
+        codes=("42P01", "42703", "42883", "3F000"),
+    ),
+    Rule(
+        InvalidArguments,
+        "PostgreSQL rejected the query: {message}. Fix it and call again.",
+        when=lambda failure: str(failure.code).startswith(("42", "22")),  # syntax, access rule, data exception
+    ),
+    Rule(
+        CredentialsInvalid,
+        _BAD_LOGIN,
+        classes=(psycopg.OperationalError,),
+        when=lambda failure: (
+            "authentication failed" in failure.lowered
+            or ("role" in failure.lowered and "does not exist" in failure.lowered)
+        ),
+    ),
+    Rule(
+        ResourceNotFound,
+        "PostgreSQL: {message}. These credentials have no access to that database; call autocontext without "
+        "arguments to list the ones they can use.",
+        classes=(psycopg.OperationalError,),
+        contains=("permission denied for database",),
+    ),
+    Rule(
+        ResourceNotFound,
+        "PostgreSQL: {message}. Call autocontext without arguments to list them.",
+        classes=(psycopg.OperationalError,),
+        when=lambda failure: "does not exist" in failure.lowered and "database" in failure.lowered,
+    ),
+    Rule(
+        UpstreamError,
+        "Cannot reach PostgreSQL ({message}). Try again; if it persists, ask the user to check the server.",
+        classes=(psycopg.OperationalError,),
+    ),
+    Rule(UpstreamError, "PostgreSQL failed: {message}. Try again or simplify the query."),
+)
+
+
 def translate(exc: BaseException) -> AcpError | None:
     """PostgreSQL errors as ACP errors with a next step (this engine's translation table)."""
     if not isinstance(exc, psycopg.Error):
         return None
     message = (str(exc).strip().splitlines() or ["(no message)"])[0]
-    state = getattr(exc, "sqlstate", None) or ""
-    if "multiple commands into a prepared statement" in message:
-        return ReadOnlyViolation(SEVERAL_STATEMENTS)
-    if state == "25006" or "read-only transaction" in message:
-        return ReadOnlyViolation(
-            f"This ACP is read-only: PostgreSQL refused the statement ({message}). Rewrite it as a single SELECT."
-        )
-    if state == "57014":
-        if "statement timeout" in message:
-            return UpstreamError(
-                "The query ran past statement_timeout_s and was stopped. Add filters, aggregate, or add LIMIT."
-            )
-        return UpstreamError("The query was cancelled. Call again if it is still needed.")
-    if state in ("28P01", "28000"):
-        return CredentialsInvalid(
-            "PostgreSQL rejected the user or password. Ask the user to check the source credentials."
-        )
-    if state == "3D000":
-        return ResourceNotFound(f"PostgreSQL: {message}. Call autocontext without arguments to list the databases.")
-    if state == "42501":
-        return InvalidArguments(
-            f"PostgreSQL: {message}. The database user has no permission for that; query what autocontext lists."
-        )
-    if state in ("42P01", "42703", "42883", "3F000"):
-        return InvalidArguments(
-            f"PostgreSQL: {message}. Call autocontext with this database or schema to see its tables and columns."
-        )
-    if state.startswith("42") or state.startswith("22"):
-        return InvalidArguments(f"PostgreSQL rejected the query: {message}. Fix it and call again.")
-    if isinstance(exc, psycopg.OperationalError):
-        if "authentication failed" in message or ("role" in message and "does not exist" in message):
-            return CredentialsInvalid(
-                "PostgreSQL rejected the user or password. Ask the user to check the source credentials."
-            )
-        if "permission denied for database" in message:
-            return ResourceNotFound(
-                f"PostgreSQL: {message}. These credentials have no access to that database; call autocontext "
-                "without arguments to list the ones they can use."
-            )
-        if "does not exist" in message and "database" in message:
-            return ResourceNotFound(f"PostgreSQL: {message}. Call autocontext without arguments to list them.")
-        return UpstreamError(
-            f"Cannot reach PostgreSQL ({message}). Try again; if it persists, ask the user to check the server."
-        )
-    return UpstreamError(f"PostgreSQL failed: {message}. Try again or simplify the query.")
+    return first_match(_RULES, Failure(exc, message, code=getattr(exc, "sqlstate", None) or ""))
 
 
 ENGINE = PostgresEngine()

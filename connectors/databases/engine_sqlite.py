@@ -35,10 +35,12 @@ from shared import (
     TableWriter,
     UpstreamError,
 )
+from shared.error_policy import Failure, Rule, first_match
 from shared.sql import SEVERAL_STATEMENTS
 
 from .engine import (
     MIN_COUNT_S,
+    STATEMENT_TIMED_OUT,
     ColumnInfo,
     Connection,
     FileEngine,
@@ -353,44 +355,55 @@ class SqliteEngine(FileEngine):
         return translate(exc)
 
 
+# SQLite's errors carry no code worth keying on (the driver exposes only the class): the text decides.
+_RULES = (
+    Rule.fixed(STATEMENT_TIMED_OUT, classes=(TimeBudgetExceeded,)),
+    Rule(
+        ReadOnlyViolation,
+        "This ACP is read-only: SQLite refused the statement because it writes or attaches files. "
+        "Rewrite it as a single SELECT.",
+        contains=("not authorized", "authorization denied", "readonly", "read-only", "may not be modified"),
+    ),
+    Rule(
+        ReadOnlyViolation,
+        "This ACP is read-only: ATTACH and VACUUM INTO are not allowed. Query the configured database only.",
+        contains=("too many attached databases",),
+    ),
+    Rule(ReadOnlyViolation, SEVERAL_STATEMENTS, contains=("one statement at a time",)),
+    Rule(
+        InvalidArguments,
+        "SQLite: {message}. Call autocontext with this database to see its tables and columns, then fix the query.",
+        contains=("no such table", "no such column", "no such function"),
+    ),
+    Rule(
+        InvalidArguments,
+        "SQLite rejected the SQL: {message}. Fix the syntax (SQLite dialect) and call again.",
+        contains=("syntax error", "incomplete input", "unrecognized token"),
+    ),
+    Rule(
+        UpstreamError,
+        "The query was interrupted (the call was cancelled or timed out). Call again if needed.",
+        contains=("interrupted",),
+    ),
+    Rule(
+        CredentialsInvalid,
+        "The SQLite file in the credentials cannot be opened as a database. Ask the user to check the path.",
+        contains=("unable to open", "not a database", "file is encrypted"),
+    ),
+    Rule(
+        InvalidArguments,
+        "SQLite rejected the query: {message}. Fix it and call again.",
+        classes=(sqlite3.OperationalError, sqlite3.ProgrammingError),
+    ),
+    Rule(UpstreamError, "SQLite failed: {message}. Try again or simplify the query."),
+)
+
+
 def translate(exc: BaseException) -> AcpError | None:
     """SQLite errors as ACP errors with a next step (this engine's translation table)."""
-    message = str(exc)
-    lowered = message.lower()
-    if isinstance(exc, TimeBudgetExceeded):
-        return UpstreamError(
-            "The query ran past statement_timeout_s and was stopped. Add filters, aggregate, or add LIMIT."
-        )
-    if not isinstance(exc, sqlite3.Error):
+    if not isinstance(exc, sqlite3.Error | TimeBudgetExceeded):
         return None
-    if any(
-        s in lowered for s in ("not authorized", "authorization denied", "readonly", "read-only", "may not be modified")
-    ):
-        return ReadOnlyViolation(
-            "This ACP is read-only: SQLite refused the statement because it writes or attaches files. "
-            "Rewrite it as a single SELECT."
-        )
-    if "too many attached databases" in lowered:
-        return ReadOnlyViolation(
-            "This ACP is read-only: ATTACH and VACUUM INTO are not allowed. Query the configured database only."
-        )
-    if "one statement at a time" in lowered:
-        return ReadOnlyViolation(SEVERAL_STATEMENTS)
-    if "no such table" in lowered or "no such column" in lowered or "no such function" in lowered:
-        return InvalidArguments(
-            f"SQLite: {message}. Call autocontext with this database to see its tables and columns, then fix the query."
-        )
-    if "syntax error" in lowered or "incomplete input" in lowered or "unrecognized token" in lowered:
-        return InvalidArguments(f"SQLite rejected the SQL: {message}. Fix the syntax (SQLite dialect) and call again.")
-    if "interrupted" in lowered:
-        return UpstreamError("The query was interrupted (the call was cancelled or timed out). Call again if needed.")
-    if "unable to open" in lowered or "not a database" in lowered or "file is encrypted" in lowered:
-        return CredentialsInvalid(
-            "The SQLite file in the credentials cannot be opened as a database. Ask the user to check the path."
-        )
-    if isinstance(exc, sqlite3.OperationalError | sqlite3.ProgrammingError):
-        return InvalidArguments(f"SQLite rejected the query: {message}. Fix it and call again.")
-    return UpstreamError(f"SQLite failed: {message}. Try again or simplify the query.")
+    return first_match(_RULES, Failure(exc, str(exc)))
 
 
 ENGINE = SqliteEngine()

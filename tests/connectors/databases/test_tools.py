@@ -332,3 +332,28 @@ async def test_insert_rows_on_sqlite_needs_a_host_that_serves_host_tables(
         assert host.read_table_requests == []  # never asked a client that did not offer host tables
     assert response.error_name == "ACP_HOST_TABLES_UNSUPPORTED" and response.error["code"] == -32020, response.error
     assert direct.database_state(shop) == before
+
+
+async def test_a_server_without_a_driver_says_how_to_install_it_and_keeps_serving(
+    databases_host, shop: Path, direct: Any, tmp_path: Path
+) -> None:
+    """A regular ``psycopg`` package first on the path hides the installed driver, as a missing extra would.
+
+    A missing extra is the same error in every connector: -32018 with the ``pip install`` to run.
+    """
+    (tmp_path / "stub" / "psycopg").mkdir(parents=True)
+    (tmp_path / "stub" / "psycopg" / "__init__.py").write_text("")
+    credentials = {"type": "postgres", "host": "127.0.0.1", "port": 5432, "user": "postgres", "database": "postgres"}
+    async with databases_host(env={"PYTHONPATH": str(tmp_path / "stub")}) as host:
+        missing = await host.call(
+            "execute_sql",
+            {"resource_id": "postgres", "sql": "SELECT 1 AS one"},
+            {"credentials": credentials, "autocontext_delivered": True},
+        )
+        assert missing.error_name == "ACP_UPSTREAM_ERROR" and missing.error["code"] == -32018, missing.error
+        assert "pip install 'acp-connectors[databases]'" in missing.error["message"]
+        assert "psycopg" in missing.error["message"]
+        served = await host.call(
+            "execute_sql", {"resource_id": "shop", "sql": "SELECT 1 AS one"}, direct.sqlite_meta(shop)
+        )
+        assert not served.is_error, served.error
