@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from pathlib import Path
 
@@ -63,3 +64,104 @@ def test_every_test_file_is_collected() -> None:
     collected = {line.split("::", 1)[0] for line in result.stdout.splitlines() if "::" in line}
     on_disk = {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")}
     assert on_disk - collected == set()
+
+
+# -- the recipe of CONNECTORS.md ------------------------------------------------------------------
+CONNECTORS_MD = ROOT / "CONNECTORS.md"
+
+
+def _markdown_rows(heading: str) -> list[list[str]]:
+    """The body rows of the first table under ``## heading`` in CONNECTORS.md, as cell texts."""
+    text = CONNECTORS_MD.read_text("utf-8")
+    section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
+
+
+def _ticked(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def _approved_imports() -> dict[str, set[str] | None]:
+    """Module → approved names (None: every public name) from CONNECTORS.md."""
+    import shared
+
+    approved: dict[str, set[str] | None] = {}
+    for module_cell, names_cell, _ in _markdown_rows("What a connector may import from the core"):
+        (module,) = _ticked(module_cell)
+        if "shared.__all__" in names_cell:
+            approved[module] = set(shared.__all__)
+        elif "every public name" in names_cell:
+            approved[module] = None
+        else:
+            approved[module] = set(_ticked(names_cell))
+    return approved
+
+
+def test_connectors_import_only_the_approved_core_surface() -> None:
+    import ast
+
+    approved = _approved_imports()
+    refused = []
+    for path in sorted((ROOT / "connectors").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Import):
+                modules = [(alias.name, None) for alias in node.names if alias.name.split(".")[0] == "shared"]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "shared":
+                modules = [(str(node.module), alias.name) for alias in node.names]
+            else:
+                continue
+            for module, name in modules:
+                allowed = approved.get(module, set())
+                submodule = f"{module}.{name}" if name else module
+                ok = (
+                    module in approved
+                    and (name is None or allowed is None or name in allowed or submodule in approved)
+                    and not (name or "").startswith("_")
+                )
+                if not ok:
+                    refused.append(f"{path.relative_to(ROOT)}: from {module} import {name}")
+    assert not refused, "not in CONNECTORS.md's approved list:\n" + "\n".join(refused)
+
+
+@pytest.mark.parametrize("folder", connector_folders(), ids=lambda p: p.name)
+def test_importing_a_declaration_loads_no_server_stack_and_no_vendor_library(folder: Path) -> None:
+    """``import connectors.<id>`` is what a host or a test does to read the declaration: cheap and side-effect free."""
+    import subprocess
+    import sys
+
+    light = {"shared", "connectors", "anyio", "sniffio", "idna", "orjson", "typing_extensions", "exceptiongroup"}
+    probe = (
+        "import sys, json; before = set(sys.modules); import connectors." + folder.name + "\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before})))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=True, capture_output=True, text=True)
+    heavy = set(json.loads(loaded.stdout)) - set(sys.stdlib_module_names) - light
+    assert not heavy, f"import connectors.{folder.name} loads {sorted(heavy)}"
+
+
+def test_each_connector_has_its_own_port() -> None:
+    ports = {_ticked(connector)[0]: int(port) for connector, port in _markdown_rows("Ports")}
+    assert len(set(ports.values())) == len(ports), "two connectors share a port in CONNECTORS.md"
+    for folder in connector_folders():
+        args = json.loads((folder / "acp.json").read_text("utf-8-sig"))["http"]["args"]
+        port = int(args[args.index("--port") + 1])
+        assert ports.get(folder.name) == port, f"{folder.name}: acp.json says --port {port}; see CONNECTORS.md#ports"
+
+
+@pytest.mark.parametrize("folder", connector_folders(), ids=lambda p: p.name)
+def test_every_place_a_connector_touches(folder: Path) -> None:
+    """The recipe of CONNECTORS.md: extra, lock, CI install, tests folder and README row."""
+    import tomllib
+
+    connector = folder.name
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    assert connector in extras, f"pyproject.toml: add the extra [{connector}]"
+    assert any(connector in entry for entry in extras["all"]), f"pyproject.toml: add {connector} to the extra [all]"
+    assert (ROOT / "build" / "locks" / f"{connector}.txt").is_file(), f"run: python build/acpzip.py lock {connector}"
+    installed = re.search(r"pip install[^\n]*-e '\.\[([a-z0-9_,-]+)\]'", (ROOT / ".ci" / "run").read_text("utf-8"))
+    assert installed and {connector, "all"} & set(installed.group(1).split(",")), f".ci/run: install [{connector}]"
+    assert (ROOT / "tests" / "connectors" / connector).is_dir(), f"add tests/connectors/{connector}/"
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert f"(connectors/{connector}/README.md)" in readme, f"README.md: add {connector} to the connectors table"
