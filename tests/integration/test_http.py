@@ -12,13 +12,14 @@ from pathlib import Path
 
 import anyio
 import pytest
+from host_tables import StaticTable, StaticTables
 from http_support import HttpServer, http_server
 from toy_connector import COMMAND as TOY
 from toy_connector import TEST_CREDENTIALS, key_fingerprint
 
 from shared._http import HttpOptions, StartRefused, check_options
 from shared._runtime import NO_BACK_CHANNEL
-from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostProtocolError, HostTable
+from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostProtocolError
 
 pytestmark = pytest.mark.anyio
 REPORT = {"resource_id": "acc_1", "start_date": "2026-01-01", "end_date": "2026-01-31", "rows": 40}
@@ -295,7 +296,7 @@ async def test_a_client_that_accepts_only_json(toy_http) -> None:
 
 @pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18", "2025-11-25"])
 async def test_handshake_revisions_complete_an_extraction_and_read_tables(toy_http, version) -> None:
-    tables = {"ds": HostTable(headers=[{"name": "v", "type": "integer"}], rows=[{"v": 2}, {"v": 5}])}
+    tables = StaticTables({"ds": StaticTable(headers=[{"name": "v", "type": "integer"}], rows=[{"v": 2}, {"v": 5}])})
     with toy_http() as server:
         async with AcpHost(url=server.url, protocol_version=version, tables=tables) as host:
             assert host.initialize_result["protocolVersion"] == version
@@ -309,9 +310,8 @@ async def test_handshake_revisions_complete_an_extraction_and_read_tables(toy_ht
 async def test_stateless_2026_07_28_client(toy_http) -> None:
     """The gateway revision: no session; credentials per call; configure and read_table say why not."""
     with toy_http() as server:
-        async with AcpHost(
-            url=server.url, protocol_version="2026-07-28", tables={"ds": HostTable(rows=[{"v": 1}])}
-        ) as host:
+        tables = StaticTables({"ds": StaticTable(rows=[{"v": 1}])})
+        async with AcpHost(url=server.url, protocol_version="2026-07-28", tables=tables) as host:
             assert (host.server_capability or {})["version"] == "1.0"  # experimental.acp via server/discover
             assert host.server_info["name"] == "toy"
             with pytest.raises(HostProtocolError) as refused:
@@ -323,7 +323,7 @@ async def test_stateless_2026_07_28_client(toy_http) -> None:
             with anyio.fail_after(10):
                 merged = await host.call("merge_table", {"table_ref": "ds", "column": "v"})
             assert merged.error_name == "ACP_HOST_TABLES_UNSUPPORTED" and merged.error["message"] == NO_BACK_CHANNEL
-            assert host.read_table_requests == []
+            assert tables.requests == []
             # on_first_call still works without a transport session: keyed by identity and session_id.
             meta = {"credentials": TEST_CREDENTIALS, "session_id": "gateway-conversation"}
             attached = [(await host.call("report", REPORT, meta)).system_info["autocontext_attached"] for _ in range(2)]
