@@ -8,6 +8,7 @@ import socket
 import subprocess
 import urllib.error
 import urllib.request
+from decimal import Decimal
 from pathlib import Path
 
 import anyio
@@ -19,7 +20,7 @@ from toy_connector import TEST_CREDENTIALS, key_fingerprint
 
 from shared._http import HttpOptions, StartRefused, check_options
 from shared._runtime import NO_BACK_CHANNEL
-from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostProtocolError
+from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostProtocolError, TableReadError
 
 pytestmark = pytest.mark.anyio
 REPORT = {"resource_id": "acc_1", "start_date": "2026-01-01", "end_date": "2026-01-31", "rows": 40}
@@ -428,3 +429,71 @@ async def test_cancellation_reaches_the_source_over_http(toy_http, tmp_path: Pat
             assert "stopped at source" in log.read_text("utf-8")
             again = await host.call("whoami", {}, {"credentials": TEST_CREDENTIALS})
             assert again.model_response["identity"] == "toy:team-a"
+
+
+LARGE_REPORT = {**REPORT, "rows": 12_000}  # about 1.2 MB of rows: past the mcp client's 1 MiB event limit
+
+
+async def test_a_large_extraction_reaches_a_stock_mcp_client_as_a_link(toy_http) -> None:
+    """Over HTTP a table past the safe event size goes as a single-use link whatever inline_max_bytes says,
+    so a client with the SDK's default 1 MiB limit on server-sent events still gets the answer (spec 8.5)."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from shared.host import open_table
+
+    with toy_http() as server:
+        async with (
+            streamable_http_client(server.url) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            meta = {"acp": {"credentials": TEST_CREDENTIALS, "inline_max_bytes": 50_000_000}}
+            with anyio.fail_after(60):
+                result = await session.call_tool("report", LARGE_REPORT, meta=meta)
+            assert not result.is_error
+            data = result.meta["acp"]["system_data"]
+            assert data["format"] == "file" and data["table_uri"].startswith(server.base + "/tables/")
+            assert data["row_count"] == 12_000
+            async with open_table(data, exact=True) as table:
+                sessions = [row["sessions"] async for row in table]
+            assert sessions == [i * 10 for i in range(12_000)]
+
+
+async def test_the_host_reads_large_tables_over_http_as_links_and_streams_them(toy_http) -> None:
+    with toy_http() as server:
+        async with AcpHost(url=server.url) as host:
+            await host.configure(credentials=TEST_CREDENTIALS)
+            result = await host.call("report", LARGE_REPORT, {"autocontext_delivered": True})
+            assert result.system_data["format"] == "file"
+            async with host.open_table(result.system_data, exact=True) as table:
+                assert [h["name"] for h in table.headers] == ["date", "channel", "sessions", "revenue", "key"]
+                rows = [row async for row in table]
+            assert len(rows) == table.row_count == 12_000
+            assert rows[11_999]["revenue"] == Decimal("1199.9") and rows[11_999]["sessions"] == 119_990
+            # The link worked once: a second read is refused with the next step.
+            with pytest.raises(TableReadError, match="already used"):
+                async with host.open_table(result.system_data) as again:
+                    [row async for row in again]
+            # Small tables stay inline.
+            small = await host.call("report", REPORT, {"autocontext_delivered": True})
+            assert small.system_data["format"] == "inline" and len(small.rows()) == 40
+
+
+async def test_the_host_accepts_server_events_past_one_mib(toy_http) -> None:
+    """A server may send more than the SDK client's default 1 MiB in one event; the host reads it."""
+    rules = json.dumps({"note": "x" * 1_500_000})
+    with toy_http() as server:
+        async with AcpHost(url=server.url) as host:
+            echoed = await host.call("echo_config", {}, {"config": {"rules": rules}})
+            assert not echoed.is_error and echoed.model_response["config"]["rules"] == rules
+
+
+async def test_links_on_another_origin_never_get_the_token(toy_http) -> None:
+    token = secrets.token_urlsafe(32)
+    with toy_http(env={"ACP_HTTP_TOKEN": token}) as server:
+        async with AcpHost(url=server.url, token=token) as host:
+            elsewhere = {"format": "file", "row_count": 1, "headers": [], "table_uri": "http://127.0.0.2:9/tables/x"}
+            with pytest.raises(TableReadError, match="origin"):
+                async with host.open_table(elsewhere):
+                    pass
