@@ -193,3 +193,20 @@ async def test_streaming_a_200k_row_table_keeps_memory_far_below_the_file_size(t
     assert count == STREAMED_ROWS and total == 7 * sum(range(STREAMED_ROWS))
     assert size > 20_000_000
     assert peak - baseline < size / 4, f"streaming grew RSS by {peak - baseline} bytes for a {size}-byte file"
+
+
+def test_the_host_reaches_the_sdk_through_public_names_and_sdk_py_only() -> None:
+    """Private SDK hooks live in shared/_sdk.py, where an SDK upgrade re-checks them."""
+    import ast
+
+    import shared.host
+
+    source = Path(shared.host.__file__).read_text("utf-8")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("mcp", "mcp_types"):
+            names = [*(node.module or "").split("."), *(alias.name for alias in node.names)]
+            assert not any(name.startswith("_") for name in names), ast.unparse(node)
+        if isinstance(node, ast.Import):
+            assert not any(alias.name.startswith(("mcp.", "mcp_types.")) and "._" in alias.name for alias in node.names)
+    for hook in ("_build_capabilities", "_on_request", ".adopt(", "_httpx_utils", "create_mcp_http_client"):
+        assert hook not in source, hook
