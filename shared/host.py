@@ -682,7 +682,7 @@ class AcpHost:
         call_id = None
         if acp_meta is not None:
             if acp_meta.get("call_id") is None:
-                acp_meta["call_id"] = f"call-{secrets.token_hex(8)}"
+                acp_meta["call_id"] = f"call-{secrets.token_hex(6)}"  # the form the server gives its own ids
             call_id = acp_meta["call_id"]
             if not isinstance(call_id, str) or call_id in self._conversations:
                 call_id = None  # not ours to track (malformed, or a caller reusing a live id)
