@@ -13,7 +13,9 @@ Public surface:
     it over Streamable HTTP. Inside ``async with``: ``configure(**settings)``,
     ``call(tool, arguments, meta)``, ``list_tools()``, ``request(method, params)`` and
     ``open_table(table)``; ``server_capability``, ``server_info``, ``initialize_result``
-    and ``stderr()`` describe the server. ``tables=`` takes the :class:`TableResolver`.
+    and ``stderr()`` describe the server. ``tables=`` takes the :class:`TableResolver`;
+    every ACP call gets a ``call_id`` when ``meta`` has none, so that its ``acp/read_table``
+    requests find its conversation. ``client_name`` names the host in ``clientInfo``.
 ``ToolResponse``
     One ``tools/call`` answer split into the parts of spec 8 (``model_response``,
     ``system_info``, ``system_data``, ``error``…). ``rows()`` and ``tables()`` load whole
@@ -22,8 +24,10 @@ Public surface:
     Streams the rows of a ``system_data`` (or of one entry of its ``tables``): inline rows,
     a ``file://`` table file or a server's single-use link, parsed incrementally, off the
     event loop, with exact integers and (``exact=True``) exact decimals. Yields a
-    :class:`TableReader`: ``headers``, ``row_count`` and ``async for row in reader``.
-    ``AcpHost.open_table`` adds the connection's bearer token for the server's own links.
+    :class:`TableReader`: ``headers``, ``row_count``, ``async for row in reader`` and
+    ``batches()``. ``AcpHost.open_table`` adds the connection's bearer token for the
+    server's own links, and only for links on the endpoint's origin. The caller may delete a
+    ``file://`` table once read (spec 8.5); a link works once.
 ``TableResolver``, ``InlineTable``, ``TableFile``
     How ``acp/read_table`` is answered (spec 8.8): the resolver gets the ref, the
     ``call_id`` and the conversation of the call in flight (spec 8.8.1: ``None`` when the
