@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from . import _jsonio as jsonio
 from . import _sdk
 from ._arguments import ArgumentResolver
 from ._autocontext import (
@@ -55,6 +57,10 @@ from .results import Delivery, Extraction, Info, extraction_parts
 
 log = logging.getLogger("acp")
 _READ_TABLE_TIMEOUT_S = 120.0
+# Over HTTP the inline tables of one answer stay under this many bytes of JSON, whatever
+# inline_max_bytes says: clients cap a server-sent event (the mcp SDK at 1 MiB), and the rest
+# of the message (the model's rows, system_info) needs room too. Larger tables go as links.
+HTTP_INLINE_MAX_BYTES = 768 * 1024
 NO_BACK_CHANNEL = (
     "This tool reads a host table through acp/read_table, which needs a session with a back-channel; this "
     "connection (MCP 2026-07-28 or stateless HTTP) has none. Use a stdio or session-based HTTP connection."
@@ -214,6 +220,8 @@ class AcpRuntime:
             call.call_id = meta.call_id
         check_config(self.connector.config_schema, meta.settings.config)
         eff = self.limits.effective(meta, session.settings)
+        if ctx.request is not None:  # HTTP: big tables spill to a file (then a link) while they are written
+            eff = replace(eff, inline_max_bytes=min(eff.inline_max_bytes, HTTP_INLINE_MAX_BYTES))
         call.row_limit, call.cost_limit_usd = eff.row_limit, eff.cost_limit_usd
 
         if params.name == TOOL_AUTOCONTEXT:
@@ -397,12 +405,37 @@ class AcpRuntime:
     def _link_table_files(self, host: str, system_data: JsonObject) -> None:
         """Over HTTP a ``file://`` path is useless to a remote host: swap in a single-use URL (spec 8.5).
 
-        ``host`` is the request's Host header, already validated by the transport's Host check.
+        Inline tables past :data:`HTTP_INLINE_MAX_BYTES` together go to files first, so they
+        travel as links too. ``host`` is the request's Host header, already validated by the
+        transport's Host check.
         """
+        spill_inline_tables(system_data, self.files, HTTP_INLINE_MAX_BYTES)
         for body in [system_data, *system_data.get("tables", [])]:
             if body.get("format") == "file":
                 path = uri_path(body["table_uri"])
                 body["table_uri"] = f"{self.http_scheme}://{host}/tables/{self.table_links.publish(path)}"
+
+
+def spill_inline_tables(system_data: JsonObject, files: TableFiles, max_bytes: int) -> None:
+    """Move inline tables to ``table_uri`` files, largest first, until the rest fit in ``max_bytes`` of JSON.
+
+    The writer already spills one table past the limit while it writes; this also bounds
+    the sum over the tables of a multi-table answer (spec 8.5 applies the limit per table).
+    """
+    inline = []
+    for body in [system_data, *system_data.get("tables", [])]:
+        if body.get("format") == "inline":
+            inline.append((jsonio.dumps(body.get("table", [])), body))
+    total = sum(len(encoded) for encoded, _ in inline)
+    for encoded, body in sorted(inline, key=lambda pair: len(pair[0]), reverse=True):
+        if total <= max_bytes:
+            break
+        path, handle = files.create()
+        with handle:
+            handle.write(encoded)
+        del body["table"]
+        body["format"], body["table_uri"] = "file", path.as_uri()
+        total -= len(encoded)
 
 
 def _validate_declaration(c: Connector) -> None:

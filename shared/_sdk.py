@@ -1,21 +1,28 @@
 """The few places the core reaches past the public ``mcp`` 2.3 API, kept together.
 
-See ../shared/notes/mcp-sdk.md: per-connection state lives on a private attribute, the
-stock stdio loop drops malformed JSON without the JSON-RPC -32700 answer, and
-``acp/read_table`` needs a request model of its own. ``pyproject.toml`` pins ``mcp<2.4``
-so these seams are re-checked on every SDK upgrade.
+See ../shared/notes/mcp-sdk.md. Server side: per-connection state lives on a private
+attribute, the stock stdio loop drops malformed JSON without the JSON-RPC -32700 answer,
+and ``acp/read_table`` needs a request model of its own. Client side (:mod:`shared.host`):
+the SDK's ``ClientSession`` can neither declare an experimental capability nor answer a
+custom server request, offering a chosen handshake version needs ``adopt``, and the SDK's
+HTTP client factory lives in a private module. ``pyproject.toml`` pins ``mcp<2.4`` so these
+seams are re-checked on every SDK upgrade.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
+import httpx2
 import mcp_types as types
+from mcp.client.session import ClientSession
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.runner import serve_connection
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -126,3 +133,51 @@ async def serve_stdio_handshake_era(server: Server[Any], init_options: Any) -> N
             await serve_connection(
                 server, dispatcher, connection=connection, lifespan_state=lifespan_state, init_options=init_options
             )
+
+
+# -- client side (shared.host) -----------------------------------------------------------------
+ReadTableHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class AcpClientSession(ClientSession):
+    """``ClientSession`` with the two hooks the SDK keeps private (notes §5, §8).
+
+    ``_build_capabilities``: the SDK hard-codes ``experimental=None``, where ACP declares
+    itself (spec 4.1). ``_on_request``: the stock client answers -32601 to any method it
+    does not know, ``acp/read_table`` included (spec 8.8).
+    """
+
+    def __init__(
+        self, *args: Any, experimental: dict[str, Any] | None, read_table: ReadTableHandler, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._acp_experimental = experimental
+        self._acp_read_table = read_table
+
+    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
+        caps = super()._build_capabilities(version)
+        return caps.model_copy(update={"experimental": self._acp_experimental})
+
+    async def _on_request(self, dctx: Any, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        if method == METHOD_READ_TABLE:
+            return await self._acp_read_table(dict(params or {}))
+        return await super()._on_request(dctx, method, params)
+
+    async def initialize_at(self, version: str, client_info: types.Implementation) -> types.InitializeResult:
+        """The handshake offering ``version`` (``initialize`` always offers the SDK's latest, notes §7)."""
+        result = await self.send_request(
+            types.InitializeRequest(
+                params=types.InitializeRequestParams(
+                    protocol_version=version, capabilities=self._build_capabilities(version), client_info=client_info
+                )
+            ),
+            types.InitializeResult,
+        )
+        self.adopt(result)
+        await self.send_notification(types.InitializedNotification())
+        return result
+
+
+def http_client(headers: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
+    """The SDK's HTTP client with its MCP timeouts (30 s, and 300 s to read a held-open stream)."""
+    return create_mcp_http_client(headers=dict(headers or {}))

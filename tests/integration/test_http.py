@@ -8,17 +8,19 @@ import socket
 import subprocess
 import urllib.error
 import urllib.request
+from decimal import Decimal
 from pathlib import Path
 
 import anyio
 import pytest
+from host_tables import StaticTable, StaticTables
 from http_support import HttpServer, http_server
 from toy_connector import COMMAND as TOY
 from toy_connector import TEST_CREDENTIALS, key_fingerprint
 
 from shared._http import HttpOptions, StartRefused, check_options
 from shared._runtime import NO_BACK_CHANNEL
-from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostProtocolError, HostTable
+from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostProtocolError, TableReadError
 
 pytestmark = pytest.mark.anyio
 REPORT = {"resource_id": "acc_1", "start_date": "2026-01-01", "end_date": "2026-01-31", "rows": 40}
@@ -295,7 +297,7 @@ async def test_a_client_that_accepts_only_json(toy_http) -> None:
 
 @pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18", "2025-11-25"])
 async def test_handshake_revisions_complete_an_extraction_and_read_tables(toy_http, version) -> None:
-    tables = {"ds": HostTable(headers=[{"name": "v", "type": "integer"}], rows=[{"v": 2}, {"v": 5}])}
+    tables = StaticTables({"ds": StaticTable(headers=[{"name": "v", "type": "integer"}], rows=[{"v": 2}, {"v": 5}])})
     with toy_http() as server:
         async with AcpHost(url=server.url, protocol_version=version, tables=tables) as host:
             assert host.initialize_result["protocolVersion"] == version
@@ -309,9 +311,8 @@ async def test_handshake_revisions_complete_an_extraction_and_read_tables(toy_ht
 async def test_stateless_2026_07_28_client(toy_http) -> None:
     """The gateway revision: no session; credentials per call; configure and read_table say why not."""
     with toy_http() as server:
-        async with AcpHost(
-            url=server.url, protocol_version="2026-07-28", tables={"ds": HostTable(rows=[{"v": 1}])}
-        ) as host:
+        tables = StaticTables({"ds": StaticTable(rows=[{"v": 1}])})
+        async with AcpHost(url=server.url, protocol_version="2026-07-28", tables=tables) as host:
             assert (host.server_capability or {})["version"] == "1.0"  # experimental.acp via server/discover
             assert host.server_info["name"] == "toy"
             with pytest.raises(HostProtocolError) as refused:
@@ -323,7 +324,7 @@ async def test_stateless_2026_07_28_client(toy_http) -> None:
             with anyio.fail_after(10):
                 merged = await host.call("merge_table", {"table_ref": "ds", "column": "v"})
             assert merged.error_name == "ACP_HOST_TABLES_UNSUPPORTED" and merged.error["message"] == NO_BACK_CHANNEL
-            assert host.read_table_requests == []
+            assert tables.requests == []
             # on_first_call still works without a transport session: keyed by identity and session_id.
             meta = {"credentials": TEST_CREDENTIALS, "session_id": "gateway-conversation"}
             attached = [(await host.call("report", REPORT, meta)).system_info["autocontext_attached"] for _ in range(2)]
@@ -428,3 +429,71 @@ async def test_cancellation_reaches_the_source_over_http(toy_http, tmp_path: Pat
             assert "stopped at source" in log.read_text("utf-8")
             again = await host.call("whoami", {}, {"credentials": TEST_CREDENTIALS})
             assert again.model_response["identity"] == "toy:team-a"
+
+
+LARGE_REPORT = {**REPORT, "rows": 12_000}  # about 1.2 MB of rows: past the mcp client's 1 MiB event limit
+
+
+async def test_a_large_extraction_reaches_a_stock_mcp_client_as_a_link(toy_http) -> None:
+    """Over HTTP a table past the safe event size goes as a single-use link whatever inline_max_bytes says,
+    so a client with the SDK's default 1 MiB limit on server-sent events still gets the answer (spec 8.5)."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from shared.host import open_table
+
+    with toy_http() as server:
+        async with (
+            streamable_http_client(server.url) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            meta = {"acp": {"credentials": TEST_CREDENTIALS, "inline_max_bytes": 50_000_000}}
+            with anyio.fail_after(60):
+                result = await session.call_tool("report", LARGE_REPORT, meta=meta)
+            assert not result.is_error
+            data = result.meta["acp"]["system_data"]
+            assert data["format"] == "file" and data["table_uri"].startswith(server.base + "/tables/")
+            assert data["row_count"] == 12_000
+            async with open_table(data, exact=True) as table:
+                sessions = [row["sessions"] async for row in table]
+            assert sessions == [i * 10 for i in range(12_000)]
+
+
+async def test_the_host_reads_large_tables_over_http_as_links_and_streams_them(toy_http) -> None:
+    with toy_http() as server:
+        async with AcpHost(url=server.url) as host:
+            await host.configure(credentials=TEST_CREDENTIALS)
+            result = await host.call("report", LARGE_REPORT, {"autocontext_delivered": True})
+            assert result.system_data["format"] == "file"
+            async with host.open_table(result.system_data, exact=True) as table:
+                assert [h["name"] for h in table.headers] == ["date", "channel", "sessions", "revenue", "key"]
+                rows = [row async for row in table]
+            assert len(rows) == table.row_count == 12_000
+            assert rows[11_999]["revenue"] == Decimal("1199.9") and rows[11_999]["sessions"] == 119_990
+            # The link worked once: a second read is refused with the next step.
+            with pytest.raises(TableReadError, match="already used"):
+                async with host.open_table(result.system_data) as again:
+                    [row async for row in again]
+            # Small tables stay inline.
+            small = await host.call("report", REPORT, {"autocontext_delivered": True})
+            assert small.system_data["format"] == "inline" and len(small.rows()) == 40
+
+
+async def test_the_host_accepts_server_events_past_one_mib(toy_http) -> None:
+    """A server may send more than the SDK client's default 1 MiB in one event; the host reads it."""
+    rules = json.dumps({"note": "x" * 1_500_000})
+    with toy_http() as server:
+        async with AcpHost(url=server.url) as host:
+            echoed = await host.call("echo_config", {}, {"config": {"rules": rules}})
+            assert not echoed.is_error and echoed.model_response["config"]["rules"] == rules
+
+
+async def test_links_on_another_origin_never_get_the_token(toy_http) -> None:
+    token = secrets.token_urlsafe(32)
+    with toy_http(env={"ACP_HTTP_TOKEN": token}) as server:
+        async with AcpHost(url=server.url, token=token) as host:
+            elsewhere = {"format": "file", "row_count": 1, "headers": [], "table_uri": "http://127.0.0.2:9/tables/x"}
+            with pytest.raises(TableReadError, match="origin"):
+                async with host.open_table(elsewhere):
+                    pass

@@ -86,6 +86,15 @@ async def test_large_table_goes_to_a_private_file_under_acp_tmp_dir(toy_host, ru
         assert inline.system_data["format"] == "inline" and inline.rows() == rows
 
 
+async def test_stdio_keeps_tables_inline_up_to_inline_max_bytes(toy_host) -> None:
+    """The HTTP size rule (tables past 768 KiB go as links) is HTTP's alone: stdio honours inline_max_bytes."""
+    async with toy_host() as host:
+        result = await host.call("report", _report(12_000), META)  # about 1.2 MB of rows
+        assert result.system_data["format"] == "inline" and len(result.system_data["table"]) == 12_000
+        async with host.open_table(result.system_data) as table:
+            assert [row["sessions"] async for row in table] == [i * 10 for i in range(12_000)]
+
+
 async def test_exact_integers_decimals_and_times(toy_host) -> None:
     """Spec 8.6 and the issue: 64-bit integers exact, decimals keep digits, naive times stay naive."""
     async with toy_host() as host:

@@ -12,10 +12,10 @@ import anyio
 import pytest
 from bigquery_support import DATASET, PROJECT, daily_rows, ga4_rows, meta
 from fakes.bigquery import FakeBigQuery
+from host_tables import StaticTable, StaticTables
 
 from connectors.bigquery.cost import TIB
 from connectors.bigquery.tools import PAGE_SIZE
-from shared.host import HostTable
 
 pytestmark = pytest.mark.anyio
 EVENTS = f"`{PROJECT}.{DATASET}.events_*`"
@@ -404,7 +404,7 @@ LOAD_ROWS = [{"day": "2026-10-01", "visits": 5, "note": "a"}, {"day": "2026-10-0
 async def test_load_rows_follows_the_access_mode(bq_host, fake: FakeBigQuery, credentials) -> None:
     fake.add_dataset(PROJECT, "scratch", location="EU")
     target = f"{PROJECT}.scratch.visits"
-    tables = {"ds_visits": HostTable(headers=LOAD_HEADERS, rows=LOAD_ROWS)}
+    tables = StaticTables({"ds_visits": StaticTable(headers=LOAD_HEADERS, rows=LOAD_ROWS)})
     async with bq_host(tables=tables) as host:
         read_only = await host.call("load_rows", {"resource_id": target, "table_ref": "ds_visits"}, meta(credentials))
         assert read_only.error_name == "ACP_READ_ONLY_VIOLATION" and "access_mode" in read_only.error["message"]
@@ -433,12 +433,12 @@ async def test_load_rows_follows_the_access_mode(bq_host, fake: FakeBigQuery, cr
 async def test_load_rows_is_all_or_nothing(bq_host, fake: FakeBigQuery, credentials) -> None:
     fake.add_dataset(PROJECT, "scratch2", location="EU")
     fake.add_table(PROJECT, "scratch2", "counts", [{"name": "n", "type": "INTEGER"}], [{"n": 1}])
-    bad = HostTable(headers=[{"name": "n", "type": "string"}], rows=[{"n": "2"}, {"n": "not a number"}])
-    extra = HostTable(
+    bad = StaticTable(headers=[{"name": "n", "type": "string"}], rows=[{"n": "2"}, {"n": "not a number"}])
+    extra = StaticTable(
         headers=[{"name": "n", "type": "integer"}, {"name": "m", "type": "integer"}], rows=[{"n": 1, "m": 2}]
     )
     adding = meta(credentials, config={"access_mode": "readAndOnlyAdd"})
-    async with bq_host(tables={"bad": bad, "extra": extra}) as host:
+    async with bq_host(tables=StaticTables({"bad": bad, "extra": extra})) as host:
         failed = await host.call("load_rows", {"resource_id": f"{PROJECT}.scratch2.counts", "table_ref": "bad"}, adding)
         assert failed.is_error and failed.error_name == "ACP_INVALID_ARGUMENTS"
         assert fake.rows(PROJECT, "scratch2", "counts") == [{"n": 1}]

@@ -26,13 +26,14 @@ from typing import Any
 import anyio
 import duckdb
 import pytest
+from host_tables import StaticTable, StaticTables
 from process_support import cpu_seconds, server_process
 
 from connectors.databases import engine_duckdb as engine
 from connectors.databases.resources import normalize
 from shared import CredentialsInvalid, InvalidArguments, ReadOnlyViolation, UpstreamError
 from shared._tablefiles import TableFiles
-from shared.host import AcpHost, HostTable, ToolResponse, uri_path
+from shared.host import AcpHost, ToolResponse, uri_path
 from shared.tables import SampleBudget, TableWriter
 
 READ_ONLY = ("ACP_READ_ONLY_VIOLATION", -32019)
@@ -1389,7 +1390,9 @@ async def test_insert_rows_creates_then_appends_in_one_transaction(databases_hos
         {"id": i, "label": f"row {i}", "day": f"2026-08-{1 + i % 28:02d}", "score": i / 4, "extra": {"i": i}}
         for i in range(120)
     ]
-    tables = {"ds_1": HostTable(headers=headers, rows=rows), "ds_2": HostTable(headers=headers[:2], rows=rows[:3])}
+    tables = StaticTables(
+        {"ds_1": StaticTable(headers=headers, rows=rows), "ds_2": StaticTable(headers=headers[:2], rows=rows[:3])}
+    )
     write_meta = meta(database, config={"access_mode": "readAndOnlyAdd"})
     closing = [{"pattern": "analytics\\.imported", "mode": "onlyRead"}, {"pattern": ".*", "mode": "readAndOnlyAdd"}]
     closing_meta = meta(database, config={"access_mode": "readAndOnlyAdd", "table_rules": json.dumps(closing)})

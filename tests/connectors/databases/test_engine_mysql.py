@@ -24,13 +24,14 @@ from typing import Any
 import anyio
 import pymysql
 import pytest
+from host_tables import StaticTable, StaticTables
 from loader import load_file
 
 from connectors.databases import engine_mysql
 from connectors.databases.engine_mysql import ENGINE, check_mysql_specifics
 from shared import CredentialsInvalid, InvalidArguments, ReadOnlyViolation, ResourceNotFound, UpstreamError
 from shared._tablefiles import TableFiles
-from shared.host import AcpHost, HostTable, ToolResponse, uri_path
+from shared.host import AcpHost, ToolResponse, uri_path
 from shared.tables import SampleBudget, TableWriter
 
 # The server helper next to this file (test folders are not packages).
@@ -1349,7 +1350,7 @@ async def test_insert_rows_creates_then_appends_exactly_the_host_rows(
 ) -> None:
     db = mysql_database
     table = f"imported_{secrets.token_hex(4)}"
-    tables = {"ds_new": HostTable(headers=NEW_HEADERS, rows=NEW_ROWS)}
+    tables = StaticTables({"ds_new": StaticTable(headers=NEW_HEADERS, rows=NEW_ROWS)})
     async with started(runtime, tables=tables) as host:
         created = await _insert(host, db, table, "ds_new", access_mode="readAndOnlyAdd")
         appended = await _insert(host, db, table, "ds_new", access_mode="readAndOnlyAdd")
@@ -1381,8 +1382,9 @@ async def test_insert_rows_is_refused_in_only_read_and_without_the_privilege(
     mysql_database: Any, runtime: dict[str, str]
 ) -> None:
     db = mysql_database
-    tables = {"ds_notes": HostTable(headers=[{"name": "id", "type": "integer"}, {"name": "body", "type": "string"}],
-                                    rows=[{"id": 500, "body": "appended"}])}  # fmt: skip
+    tables = StaticTables({"ds_notes": StaticTable(headers=[{"name": "id", "type": "integer"},
+                                                            {"name": "body", "type": "string"}],
+                                                   rows=[{"id": 500, "body": "appended"}])})  # fmt: skip
     before = db.checksums()
     events_before = db.rows("SELECT * FROM events", database=db.scratch)
     async with started(runtime, tables=tables) as host:

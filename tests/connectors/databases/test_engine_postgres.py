@@ -23,9 +23,10 @@ from typing import Any
 
 import anyio
 import pytest
+from host_tables import StaticTable, StaticTables
 from loader import load_file
 
-from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostTable, ToolResponse, uri_path
+from shared.host import ACP_HOST_CAPABILITY, AcpHost, ToolResponse, uri_path
 
 # The server helper next to this file (test folders are not packages).
 pg_server = load_file(Path(__file__).with_name("pg_server.py"), "acp_tests_databases_pg_server")
@@ -1091,13 +1092,13 @@ def _events_table(db: Any) -> str:
     return name
 
 
-def _host_tables() -> dict[str, HostTable]:
-    return {
-        "ds_events": HostTable(headers=EVENT_HEADERS, rows=EVENT_ROWS),
-        "ds_new": HostTable(headers=NEW_HEADERS, rows=NEW_ROWS),
-        "ds_extra": HostTable(headers=[*EVENT_HEADERS, {"name": "nope", "type": "string"}],
-                              rows=[{**EVENT_ROWS[0], "nope": "x"}]),
-    }  # fmt: skip
+def _host_tables() -> StaticTables:
+    return StaticTables({
+        "ds_events": StaticTable(headers=EVENT_HEADERS, rows=EVENT_ROWS),
+        "ds_new": StaticTable(headers=NEW_HEADERS, rows=NEW_ROWS),
+        "ds_extra": StaticTable(headers=[*EVENT_HEADERS, {"name": "nope", "type": "string"}],
+                                rows=[{**EVENT_ROWS[0], "nope": "x"}]),
+    })  # fmt: skip
 
 
 def _event_tuples(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -1138,14 +1139,15 @@ async def test_insert_rows_appends_exactly_the_host_rows(pg_database: Any, runti
     table = _events_table(db)
     before = db.query(f"SELECT * FROM scratch.{table}")
     opening = json.dumps([{"pattern": f"scratch\\.{table}", "mode": "readAndOnlyAdd"}])
-    async with started(runtime, tables=_host_tables()) as host:
+    tables = _host_tables()
+    async with started(runtime, tables=tables) as host:
         added = await _insert(host, db, table, "ds_events", access_mode="readAndOnlyAdd")
         opened = await _insert(host, db, table, "ds_events", table_rules=opening)  # onlyRead, opened by a rule
     for response in (added, opened):
         assert not response.is_error, response.error
         assert response.model_response["inserted_rows"] == len(EVENT_ROWS)
         assert response.model_response["created"] is False
-    assert host.read_table_requests and all(r["ref"] == "ds_events" for r in host.read_table_requests)
+    assert tables.requests and all(r["ref"] == "ds_events" for r in tables.requests)
     after = db.query(f"SELECT * FROM scratch.{table}")
     assert _event_tuples(after) == _event_tuples(before + EVENT_ROWS + EVENT_ROWS)
 

@@ -10,10 +10,11 @@ from typing import Any
 
 import anyio
 import pytest
+from host_tables import StaticTable, StaticTables
 from process_support import cpu_seconds, server_process
 
 from connectors.databases.demo import build_demo_database
-from shared.host import ACP_HOST_CAPABILITY, HostTable, uri_path
+from shared.host import ACP_HOST_CAPABILITY, uri_path
 
 pytestmark = pytest.mark.anyio
 ENDLESS = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000000000) SELECT count(*) FROM c"
@@ -272,7 +273,7 @@ async def test_insert_rows_on_sqlite_follows_the_access_mode(databases_host, sho
         {"name": "note", "type": "string"},
     ]
     rows = [{"day": f"2026-08-{d:02d}", "visits": d * 7, "note": f"n{d}"} for d in range(1, 11)]
-    tables = {"ds_visits": HostTable(headers=headers, rows=rows)}
+    tables = StaticTables({"ds_visits": StaticTable(headers=headers, rows=rows)})
     before = direct.table_checksums(shop)
     adding = {"access_mode": "readAndOnlyAdd"}
     closed = {**adding, "table_rules": '[{"pattern": "locked_.*", "mode": "onlyRead"}]'}
@@ -317,11 +318,13 @@ async def test_insert_rows_on_sqlite_needs_a_host_that_serves_host_tables(
     """Spec 8.8: without ``host_tables`` in the client capability the table cannot be read, so nothing is written."""
     plain = {k: v for k, v in ACP_HOST_CAPABILITY.items() if k != "host_tables"}
     rows = [{"day": "2026-08-01", "visits": 7}]
-    tables = {
-        "ds_visits": HostTable(
-            headers=[{"name": "day", "type": "date"}, {"name": "visits", "type": "integer"}], rows=rows
-        )
-    }
+    tables = StaticTables(
+        {
+            "ds_visits": StaticTable(
+                headers=[{"name": "day", "type": "date"}, {"name": "visits", "type": "integer"}], rows=rows
+            )
+        }
+    )
     before = direct.database_state(shop)
     async with databases_host(capability=plain, tables=tables) as host:
         response = await host.call(
@@ -329,7 +332,7 @@ async def test_insert_rows_on_sqlite_needs_a_host_that_serves_host_tables(
             {"resource_id": "shop.visits", "table_ref": "ds_visits"},
             direct.sqlite_meta(shop, config={"access_mode": "readAndOnlyAdd"}),
         )
-        assert host.read_table_requests == []  # never asked a client that did not offer host tables
+        assert tables.requests == []  # never asked a client that did not offer host tables
     assert response.error_name == "ACP_HOST_TABLES_UNSUPPORTED" and response.error["code"] == -32020, response.error
     assert direct.database_state(shop) == before
 
