@@ -55,7 +55,7 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class ZipBuilds:
-    """Zips built once per test run: by key (connector, Python, platform), under
+    """Zips built once per test run: by key (connector, Python, platform, exclude-files globs), under
     a lock file, so that concurrent workers build each zip once and never read a half-written one."""
 
     def __init__(self, acpzip: ModuleType, folder: Path) -> None:
@@ -63,9 +63,9 @@ class ZipBuilds:
         self.folder = folder / "acpzip-builds"
         self.folder.mkdir(exist_ok=True)
 
-    def get(self, connector_id: str, python: str, tag: str) -> Path:
+    def get(self, connector_id: str, python: str, tag: str, exclude_files: Sequence[str] | None = None) -> Path:
         """The zip, built now if no test of this run has built it yet."""
-        key = json.dumps([connector_id, python, tag, SOURCE_DATE_EPOCH])
+        key = json.dumps([connector_id, python, tag, exclude_files, SOURCE_DATE_EPOCH])
         name = hashlib.sha256(key.encode()).hexdigest()[:16]
         done = self.folder / name
         lock = os.open(self.folder / f"{name}.lock", os.O_CREAT | os.O_RDWR, 0o600)
@@ -79,7 +79,7 @@ class ZipBuilds:
                 output = io.StringIO()
                 try:
                     with source_date_epoch(), contextlib.redirect_stderr(output):
-                        self.acpzip.build(connector_id, python, self.acpzip.PLATFORMS[tag], partial)
+                        self.acpzip.build(connector_id, python, self.acpzip.PLATFORMS[tag], partial, exclude_files)
                 finally:
                     sys.stderr.write(output.getvalue())  # shown with the test that built the zip
                 (partial / "build-output.txt").write_text(output.getvalue(), "utf-8")

@@ -23,7 +23,7 @@ def python_version() -> str:
 
 @pytest.fixture(scope="session")
 def zip_builds(acpzip: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> ZipBuilds:
-    """Any zip (connector, Python, platform), built once per run for every worker."""
+    """Any zip (connector, Python, platform, exclude-files globs), built once per run for every worker."""
     return ZipBuilds(acpzip, run_folder(tmp_path_factory))
 
 
