@@ -75,15 +75,16 @@ class ZipBuilds:
                 # Built beside its final place and renamed when complete: a build that failed (or a
                 # worker that died) leaves no zip that a later test would take for a good one.
                 partial = self.folder / f"{name}.partial"
-                shutil.rmtree(partial, ignore_errors=True)
+                shutil.rmtree(partial, ignore_errors=True)  # from a worker that was killed while building
                 output = io.StringIO()
                 try:
                     with source_date_epoch(), contextlib.redirect_stderr(output):
                         self.acpzip.build(connector_id, python, self.acpzip.PLATFORMS[tag], partial, exclude_files)
+                    (partial / "build-output.txt").write_text(output.getvalue(), "utf-8")
+                    partial.rename(done)
                 finally:
                     sys.stderr.write(output.getvalue())  # shown with the test that built the zip
-                (partial / "build-output.txt").write_text(output.getvalue(), "utf-8")
-                partial.rename(done)
+                    shutil.rmtree(partial, ignore_errors=True)  # what a failed build left
         finally:
             os.close(lock)
         (archive,) = done.glob("*.zip")
