@@ -14,11 +14,32 @@ sources and lock give a byte-identical zip. ``verify`` checks a zip the way a ho
 Connectors are found by their ``acp.json`` under ``connectors/``: a new one needs no change here,
 only its lock (``lock``). Building needs ``uv`` (``pip install uv``), which resolves and installs
 wheels for another platform correctly (environment markers included).
+
+``[tool.acpzip]`` in ``pyproject.toml`` holds the build settings, checked on every command (an
+unknown key or connector id fails the command):
+
+- ``pythons``: the CPython minor versions released.
+- ``[tool.acpzip.exclude]``, ``<id> = ["package", ...]``: distributions left out of the lock, and so
+  of the zip, because the connector never imports them.
+- ``[tool.acpzip.exclude-files]``, ``<id> = ["glob", "!glob", ...]``: files left out of the vendored
+  ``lib/``, for data a distribution ships but the connector never reads, for example
+  ``"googleapiclient/discovery_cache/documents/*.json"``. Each glob is a ``/``-separated path
+  relative to ``lib/`` (the site-packages root): ``*`` and ``?`` match within one path segment,
+  ``[...]`` one character of a set (``[!...]`` one outside it), a whole ``**`` segment any number of
+  segments, and a glob that matches a folder matches everything in it.
+  ``!glob`` re-includes what an earlier glob left out; the last glob that matches a file decides.
+  The globs apply after the installed tree is normalized (no top-level tests/, bytecode or records),
+  before the connector and the core are copied in; ``*.dist-info`` folders (licences, metadata)
+  always ship. A glob that changes nothing (it matches no file, or only files already decided) is
+  printed as a warning, so a stale rule is noticed when a dependency changes.
+  ``THIRD_PARTY_NOTICES.md`` and the SBOM say how many files of each distribution were left out and
+  by which globs.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import email.message
 import email.parser
 import hashlib
@@ -36,7 +57,8 @@ import time
 import tomllib
 import uuid
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -132,9 +154,36 @@ def source_manifest(connector_id: str) -> dict[str, Any]:
 
 
 def build_settings() -> dict[str, Any]:
+    """``[tool.acpzip]`` from pyproject.toml, checked (see ``check_settings``)."""
     data = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
     settings: dict[str, Any] = data.get("tool", {}).get("acpzip", {})
+    check_settings(settings, connector_ids())
     return settings
+
+
+SETTINGS_KEYS = ("pythons", "exclude", "exclude-files")
+
+
+def check_settings(settings: Mapping[str, Any], known_ids: Sequence[str]) -> None:
+    """Fail on what would otherwise be ignored in silence: an unknown key, a connector that does not
+    exist (a typo, or one that was renamed), a value that is not a list of strings, a bad glob."""
+    unknown = sorted(set(settings) - set(SETTINGS_KEYS))
+    if unknown:
+        fail(f"[tool.acpzip] has unknown key(s) {', '.join(unknown)}; known: {', '.join(SETTINGS_KEYS)}")
+    for table in ("exclude", "exclude-files"):
+        entries = settings.get(table, {})
+        if not isinstance(entries, dict):
+            fail(f"[tool.acpzip.{table}] must be a table of <connector id> = [...]")
+        for connector_id, values in entries.items():
+            if connector_id not in known_ids:
+                fail(
+                    f"[tool.acpzip.{table}] names {connector_id!r}, which is not a connector; "
+                    f"known: {', '.join(known_ids)}"
+                )
+            if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
+                fail(f"[tool.acpzip.{table}] {connector_id} must be a list of strings")
+            if table == "exclude-files":
+                file_rules(values, f"[tool.acpzip.exclude-files] {connector_id}")
 
 
 def uv() -> str:
@@ -253,6 +302,128 @@ def _normalize_vendored(lib: Path) -> None:
             path.unlink()
 
 
+@dataclass(frozen=True)
+class FileRule:
+    """One ``[tool.acpzip.exclude-files]`` glob: ``keep`` for a ``!glob`` that re-includes."""
+
+    text: str
+    keep: bool
+    regex: re.Pattern[str]
+
+
+def _segment_regex(segment: str, glob: str, where: str) -> str:
+    """One path segment of a glob: ``*`` and ``?`` never cross a ``/``."""
+    out, index = [], 0
+    while index < len(segment):
+        char = segment[index]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            start = index + 1
+            negated = segment.startswith("!", start)
+            start += negated
+            end = segment.find("]", start + 1)  # a "]" first in the set belongs to it, as in fnmatch
+            if end < 0:
+                fail(f"{where}: {glob!r} has a '[' without its ']'")
+            members = "".join(c if c == "-" else re.escape(c) for c in segment[start:end])
+            out.append(f"[^/{members}]" if negated else f"[{members}]")
+            index = end
+        else:
+            out.append(re.escape(char))
+        index += 1
+    return "".join(out)
+
+
+def file_rules(globs: Sequence[str], where: str) -> list[FileRule]:
+    """Compile exclude-files globs (syntax in the module docstring); a malformed one fails the build."""
+    rules = []
+    for text in globs:
+        keep = text.startswith("!")
+        pattern = text[1:] if keep else text
+        segments = pattern.split("/")
+        if not pattern or pattern.startswith("/") or "\\" in pattern:
+            fail(f"{where}: {text!r} must be a path relative to lib/, with / between folders")
+        if any(segment in ("", ".", "..") for segment in segments):
+            fail(f"{where}: {text!r} has an empty, '.' or '..' path segment")
+        if any("**" in segment and segment != "**" for segment in segments):
+            fail(f"{where}: {text!r}: ** matches whole path segments only (write a/**/b, not a**b)")
+        body = ""
+        for index, segment in enumerate(segments):
+            last = index == len(segments) - 1
+            if segment == "**":
+                body += ".*" if last else "(?:[^/]+/)*"
+            else:
+                body += _segment_regex(segment, text, where) + ("" if last else "/")
+        # A glob that matches a folder matches everything in it.
+        rules.append(FileRule(text, keep, re.compile(f"{body}(?:/.*)?", re.S)))
+    return rules
+
+
+def leave_out_files(lib: Path, rules: Sequence[FileRule], connector_id: str) -> list[str]:
+    """Delete the files of ``lib`` that the rules leave out and return their paths (relative, sorted).
+
+    The last rule that matches a file decides. A rule that changes nothing is printed as a warning."""
+    files = sorted(p.relative_to(lib).as_posix() for p in lib.rglob("*") if not p.is_dir())
+    matched = [False] * len(rules)
+    effective = [False] * len(rules)
+    left_out = []
+    for name in files:
+        excluded = False
+        for index, rule in enumerate(rules):
+            if rule.regex.fullmatch(name):
+                matched[index] = True
+                if rule.keep == excluded:  # a !glob matters for a file left out; a glob for one kept
+                    effective[index] = True
+                    excluded = not rule.keep
+        if excluded:
+            left_out.append(name)
+    for rule, was_matched, was_effective in zip(rules, matched, effective, strict=True):
+        if not was_effective:
+            why = (
+                "matches no file in lib/"
+                if not was_matched
+                else "re-includes nothing: no glob before it leaves out a file it matches"
+                if rule.keep
+                else "matches only files that the globs before it already leave out"
+            )
+            print(
+                f"acpzip: warning: {connector_id}: [tool.acpzip.exclude-files] {rule.text!r} {why}; "
+                "remove or update it",
+                file=sys.stderr,
+            )
+    protected = [name for name in left_out if name.split("/", 1)[0].endswith(".dist-info")]
+    if protected:
+        fail(
+            f"{connector_id}: [tool.acpzip.exclude-files] would leave out {', '.join(protected[:5])}: "
+            "*.dist-info folders always ship (the notices and the SBOM read their licences and metadata)"
+        )
+    size = 0
+    for name in left_out:
+        path = lib / name
+        size += path.lstat().st_size
+        path.unlink()
+    if left_out:
+        print(
+            f"acpzip: {connector_id}: [tool.acpzip.exclude-files] left out {len(left_out)} files ({size / 1e6:.1f} MB)",
+            file=sys.stderr,
+        )
+    return left_out
+
+
+def _record_owners(lib: Path) -> dict[str, str]:
+    """Which ``*.dist-info`` folder installed each file of ``lib``, from the RECORDs (read before
+    normalizing drops them), so the notices can say whose files were left out."""
+    owners = {}
+    for record in sorted(lib.glob("*.dist-info/RECORD")):
+        with record.open(encoding="utf-8", newline="") as rows:
+            for row in csv.reader(rows):
+                if row:
+                    owners[row[0]] = record.parent.name
+    return owners
+
+
 def _generated_manifest(manifest: dict[str, Any], target: Platform) -> dict[str, Any]:
     http_args = list((manifest.get("http") or {}).get("args", []))
     port = http_args[http_args.index("--port") + 1] if "--port" in http_args else None
@@ -288,6 +459,7 @@ class Distribution:
     license: str
     license_files: tuple[str, ...]
     bundled_libraries: tuple[str, ...]
+    files_left_out: int = 0  # by [tool.acpzip.exclude-files]
 
 
 def _license_of(metadata: email.message.Message) -> str:
@@ -300,7 +472,8 @@ def _license_of(metadata: email.message.Message) -> str:
     return " / ".join(classifiers) or "see the licence files"
 
 
-def _distributions(lib: Path) -> list[Distribution]:
+def _distributions(lib: Path, left_out: Mapping[str, int]) -> list[Distribution]:
+    """The vendored distributions; ``left_out`` counts the files left out of each, by dist-info folder."""
     parser = email.parser.Parser()
     found = []
     for info in sorted(lib.glob("*.dist-info")):
@@ -316,20 +489,40 @@ def _distributions(lib: Path) -> list[Distribution]:
         bundled = sorted(
             p.name for d in (lib / f"{stem}.libs", lib / stem / ".dylibs") if d.is_dir() for p in d.iterdir()
         )
-        found.append(Distribution(name, str(metadata["Version"]), _license_of(metadata), tuple(files), tuple(bundled)))
+        found.append(
+            Distribution(
+                name,
+                str(metadata["Version"]),
+                _license_of(metadata),
+                tuple(files),
+                tuple(bundled),
+                left_out.get(info.name, 0),
+            )
+        )
     return found
 
 
-def _notices(connector_id: str, distributions: Sequence[Distribution], excluded: Sequence[str]) -> str:
+def _notices(
+    connector_id: str, distributions: Sequence[Distribution], excluded: Sequence[str], file_globs: Sequence[str]
+) -> str:
+    left_out = sum(dist.files_left_out for dist in distributions)
     lines = [
         f"# Third-party notices: {connector_id} connector",
         "",
-        "This folder vendors the Python packages below in `lib/`, unmodified, as their wheels install them.",
+        "This folder vendors the Python packages below in `lib/`, unmodified, as their wheels install them"
+        + (", less data files the connector never reads (listed below)." if left_out else "."),
         "The connector's own code (`lib/connectors`, `lib/shared`) is Apache-2.0: see `LICENSE`.",
         "",
     ]
     if excluded:
         lines += [f"Left out on purpose (the connector does not import them): {', '.join(excluded)}.", ""]
+    if left_out:
+        globs = ", ".join(f"`{glob}`" for glob in file_globs)
+        lines += [
+            f"Files left out on purpose ({left_out} in all, the connector never reads them; a glob with `!` "
+            f"re-includes): {globs}. Each package's licence files and metadata ship in full.",
+            "",
+        ]
     for dist in distributions:
         lines.append(f"## {dist.name} {dist.version}")
         lines.append("")
@@ -341,12 +534,19 @@ def _notices(connector_id: str, distributions: Sequence[Distribution], excluded:
             lines.append(f"- Licence text: `{file}`")
         if dist.bundled_libraries:
             lines.append(f"- Bundled shared libraries: {', '.join(dist.bundled_libraries)}")
+        if dist.files_left_out:
+            lines.append(f"- Files left out: {dist.files_left_out}")
         lines.append("")
     return "\n".join(lines)
 
 
 def _sbom(
-    manifest: dict[str, Any], distributions: Sequence[Distribution], lock_digest: str, epoch: int, name: str
+    manifest: dict[str, Any],
+    distributions: Sequence[Distribution],
+    lock_digest: str,
+    epoch: int,
+    name: str,
+    file_globs: Sequence[str],
 ) -> str:
     """A CycloneDX 1.6 SBOM; its serial number and timestamp derive from the inputs, not the clock."""
     app_ref = f"acp-connector:{manifest['id']}@{manifest['version']}"
@@ -360,13 +560,23 @@ def _sbom(
             "licenses": [{"expression": d.license}]
             if re.fullmatch(r"[A-Za-z0-9.+\- ()]+", d.license) and " / " not in d.license
             else [{"license": {"name": d.license}}],
+            **(
+                {"properties": [{"name": "acp:files-left-out", "value": str(d.files_left_out)}]}
+                if d.files_left_out
+                else {}
+            ),
         }
         for d in distributions
     ]
+    properties = [{"name": "acp:lock-sha256", "value": lock_digest}]
+    inputs = f"{name}#{lock_digest}"
+    if file_globs:  # the same lock with other globs is another bill of materials
+        properties.append({"name": "acp:exclude-files", "value": json.dumps(list(file_globs))})
+        inputs += f"#{json.dumps(list(file_globs))}"
     document = {
         "bomFormat": "CycloneDX",
         "specVersion": "1.6",
-        "serialNumber": f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{name}#{lock_digest}')}",
+        "serialNumber": f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, inputs)}",
         "version": 1,
         "metadata": {
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch)),
@@ -379,7 +589,7 @@ def _sbom(
                 "description": manifest.get("description", ""),
                 "licenses": [{"license": {"id": "Apache-2.0"}}],
             },
-            "properties": [{"name": "acp:lock-sha256", "value": lock_digest}],
+            "properties": properties,
         },
         "components": components,
         "dependencies": [{"ref": app_ref, "dependsOn": [c["bom-ref"] for c in components]}],
@@ -402,10 +612,19 @@ def write_zip(folder: Path, out: Path, prefix: str, epoch: int) -> None:
     out.write_bytes(buffer.getvalue())
 
 
-def build(connector_id: str, python: str, target: Platform, out_dir: Path) -> Path:
+def build(
+    connector_id: str, python: str, target: Platform, out_dir: Path, exclude_files: Sequence[str] | None = None
+) -> Path:
+    """Build one zip into ``out_dir``. ``exclude_files`` replaces the connector's
+    ``[tool.acpzip.exclude-files]`` globs (the tests pass their own)."""
     manifest = source_manifest(connector_id)
     source = CONNECTORS_DIR / connector_id
-    excluded = build_settings().get("exclude", {}).get(connector_id, [])
+    settings = build_settings()
+    excluded = settings.get("exclude", {}).get(connector_id, [])
+    file_globs = list(
+        settings.get("exclude-files", {}).get(connector_id, []) if exclude_files is None else exclude_files
+    )
+    rules = file_rules(file_globs, f"{connector_id} exclude-files")
     epoch = source_date_epoch()
     name = zip_name(connector_id, manifest["version"], python, target)
     with tempfile.TemporaryDirectory(prefix="acpzip-") as work:
@@ -413,7 +632,9 @@ def build(connector_id: str, python: str, target: Platform, out_dir: Path) -> Pa
         lib = folder / "lib"
         lib.mkdir(parents=True)
         _vendor(lib, connector_id, python, target)
+        owners = _record_owners(lib)
         _normalize_vendored(lib)
+        left_out = Counter(owners.get(name, "") for name in leave_out_files(lib, rules, connector_id))
         _copy_sources(lib, connector_id)
         for item in ("README.md", "icon.svg", "skills"):
             if (source / item).is_dir():
@@ -424,10 +645,12 @@ def build(connector_id: str, python: str, target: Platform, out_dir: Path) -> Pa
         generated = _generated_manifest(manifest, target)
         (folder / "acp.json").write_text(json.dumps(generated, indent=2, ensure_ascii=False) + "\n", "utf-8")
         (folder / "launch.py").write_text(_launcher(connector_id, python, target), "utf-8")
-        distributions = _distributions(lib)
-        (folder / "THIRD_PARTY_NOTICES.md").write_text(_notices(connector_id, distributions, excluded), "utf-8")
+        distributions = _distributions(lib, left_out)
+        notices = _notices(connector_id, distributions, excluded, file_globs)
+        (folder / "THIRD_PARTY_NOTICES.md").write_text(notices, "utf-8")
         lock_digest = hashlib.sha256(lock_path(connector_id).read_bytes()).hexdigest()
-        (folder / "sbom.cdx.json").write_text(_sbom(manifest, distributions, lock_digest, epoch, name), "utf-8")
+        sbom = _sbom(manifest, distributions, lock_digest, epoch, name, file_globs)
+        (folder / "sbom.cdx.json").write_text(sbom, "utf-8")
         leaks = _absolute_paths(folder, [work, str(ROOT)])
         if leaks:
             fail(f"{connector_id}: build paths leaked into {', '.join(leaks[:5])}")

@@ -1,13 +1,14 @@
-"""Fixtures for the zip build tests: build/acpzip.py as a module, and the zips built once per session."""
+"""Fixtures for the zip build tests: build/acpzip.py as a module, and the zips built once per test run."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from acpzip_support import load_acpzip
+from acpzip_support import PlatformZips, ZipBuilds, load_acpzip, run_folder
 
 
 @pytest.fixture(scope="session")
@@ -21,8 +22,12 @@ def python_version() -> str:
 
 
 @pytest.fixture(scope="session")
-def built(acpzip: ModuleType, python_version: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def zip_builds(acpzip: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> ZipBuilds:
+    """Any zip (connector, Python, platform, exclude-files globs), built once per run for every worker."""
+    return ZipBuilds(acpzip, run_folder(tmp_path_factory))
+
+
+@pytest.fixture(scope="session")
+def built(acpzip: ModuleType, zip_builds: ZipBuilds, python_version: str) -> Mapping[str, Path]:
     """Every connector's zip for this machine and this Python, by connector id."""
-    out = tmp_path_factory.mktemp("dist")
-    target = acpzip.host_platform()
-    return {cid: acpzip.build(cid, python_version, target, out) for cid in acpzip.connector_ids()}
+    return PlatformZips(zip_builds, acpzip.connector_ids(), python_version, acpzip.host_platform().tag)

@@ -12,12 +12,13 @@ import subprocess
 import sys
 import zipfile
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-from acpzip_support import load_acpzip
+from acpzip_support import SOURCE_DATE_EPOCH, ZipBuilds, load_acpzip
 from bigquery_support import DATASET, PROJECT, bq_env, meta, service_account
 from discovery import connector_ids
 from fakes.bigquery import FakeBigQuery
@@ -53,7 +54,7 @@ def host_env() -> dict[str, str]:
 
 
 def test_every_connector_is_built_under_its_versioned_name(
-    built: dict[str, Path], acpzip: ModuleType, python_version: str
+    built: Mapping[str, Path], acpzip: ModuleType, python_version: str
 ) -> None:
     assert sorted(built) == CONNECTORS  # found by acp.json: a new connector is built without any change
     tag = acpzip.host_platform().tag
@@ -63,28 +64,44 @@ def test_every_connector_is_built_under_its_versioned_name(
         assert {name.split("/")[0] for name in names(archive)} == {connector_id}  # one folder <id>/
 
 
+@pytest.mark.parametrize("connector_id", CONNECTORS)
 def test_a_second_build_is_byte_identical(
-    built: dict[str, Path], acpzip: ModuleType, python_version: str, tmp_path: Path
+    built: Mapping[str, Path],
+    acpzip: ModuleType,
+    python_version: str,
+    connector_id: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    target = acpzip.host_platform()
-    for connector_id, first in built.items():
-        second = acpzip.build(connector_id, python_version, target, tmp_path)
-        assert second.read_bytes() == first.read_bytes(), f"{connector_id}: the rebuild differs"
-
-
-def test_source_date_epoch_fixes_every_timestamp(acpzip: ModuleType, python_version: str, tmp_path: Path) -> None:
-    os.environ["SOURCE_DATE_EPOCH"] = "1767225600"  # 2026-01-01T00:00:00Z
-    try:
-        archive = acpzip.build("bigquery", python_version, acpzip.host_platform(), tmp_path)
-    finally:
-        del os.environ["SOURCE_DATE_EPOCH"]
-    assert {info.date_time for info in entries(archive)} == {(2026, 1, 1, 0, 0, 0)}
-    sbom = json.loads(read(archive, "bigquery/sbom.cdx.json"))
-    assert sbom["metadata"]["timestamp"] == "2026-01-01T00:00:00Z"
+    """Rebuilt here, in this process, against the shared zip (which another worker may have built)."""
+    first = built[connector_id]
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)  # the shared zips' time
+    second = acpzip.build(connector_id, python_version, acpzip.host_platform(), tmp_path)
+    assert second != first and second.read_bytes() == first.read_bytes(), f"{connector_id}: the rebuild differs"
 
 
 @pytest.mark.parametrize("connector_id", CONNECTORS)
-def test_zip_layout_follows_spec_13(built: dict[str, Path], acpzip: ModuleType, connector_id: str) -> None:
+def test_source_date_epoch_fixes_every_timestamp(built: Mapping[str, Path], connector_id: str) -> None:
+    """The shared zips are built with SOURCE_DATE_EPOCH=1767225600 (2026-01-01T00:00:00Z)."""
+    assert SOURCE_DATE_EPOCH == "1767225600"
+    archive = built[connector_id]
+    assert {info.date_time for info in entries(archive)} == {(2026, 1, 1, 0, 0, 0)}
+    sbom = json.loads(read(archive, f"{connector_id}/sbom.cdx.json"))
+    assert sbom["metadata"]["timestamp"] == "2026-01-01T00:00:00Z"
+
+
+def test_without_source_date_epoch_the_last_commit_time_is_used(
+    acpzip: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    last_commit = subprocess.run(
+        ["git", "log", "-1", "--format=%ct"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    assert acpzip.source_date_epoch() == int(last_commit) > int(SOURCE_DATE_EPOCH) - 10 * 365 * 86400
+
+
+@pytest.mark.parametrize("connector_id", CONNECTORS)
+def test_zip_layout_follows_spec_13(built: Mapping[str, Path], acpzip: ModuleType, connector_id: str) -> None:
     archive = built[connector_id]
     assert acpzip.check_contents(archive) == []
     infos = entries(archive)
@@ -115,7 +132,7 @@ def test_zip_layout_follows_spec_13(built: dict[str, Path], acpzip: ModuleType, 
 
 
 @pytest.mark.parametrize("connector_id", CONNECTORS)
-def test_no_build_path_or_secret_location_leaks_into_the_zip(built: dict[str, Path], connector_id: str) -> None:
+def test_no_build_path_or_secret_location_leaks_into_the_zip(built: Mapping[str, Path], connector_id: str) -> None:
     needles = [str(ROOT).encode(), str(Path.home()).encode() + b"/.cache", b"/tmp/acpzip-"]
     with zipfile.ZipFile(built[connector_id]) as zf:
         leaks = [i.filename for i in zf.infolist() if any(n in zf.read(i) for n in needles)]
@@ -127,7 +144,7 @@ def duckdb_share(archive: Path) -> int:
 
 
 @pytest.mark.parametrize("connector_id", CONNECTORS)
-def test_zips_stay_under_the_25_mb_cap_except_for_duckdb(built: dict[str, Path], connector_id: str) -> None:
+def test_zips_stay_under_the_25_mb_cap_except_for_duckdb(built: Mapping[str, Path], connector_id: str) -> None:
     """Only what the connector imports is vendored. DuckDB's engine (about 25 MB compressed) is the one
     documented exception: the databases zip may exceed the cap by DuckDB's own share, no more."""
     archive = built[connector_id]
@@ -137,7 +154,7 @@ def test_zips_stay_under_the_25_mb_cap_except_for_duckdb(built: dict[str, Path],
         assert duckdb_share(archive) > 10 * MB  # the exception is DuckDB's engine, not something else
 
 
-def test_bigquery_leaves_grpc_out(built: dict[str, Path]) -> None:
+def test_bigquery_leaves_grpc_out(built: Mapping[str, Path]) -> None:
     listed = names(built["bigquery"])
     assert not [n for n in listed if n.startswith(("bigquery/lib/grpc", "bigquery/lib/grpcio"))]
     assert "grpcio" in read(built["bigquery"], "bigquery/THIRD_PARTY_NOTICES.md")  # said out loud
@@ -153,7 +170,7 @@ def lock_pins(connector_id: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("connector_id", CONNECTORS)
-def test_notices_and_sbom_name_every_vendored_package(built: dict[str, Path], connector_id: str) -> None:
+def test_notices_and_sbom_name_every_vendored_package(built: Mapping[str, Path], connector_id: str) -> None:
     archive = built[connector_id]
     listed = names(archive)
     vendored = {
@@ -176,7 +193,7 @@ def test_notices_and_sbom_name_every_vendored_package(built: dict[str, Path], co
     assert f"{connector_id}/LICENSE" in listed
 
 
-def test_databases_notices_carry_the_lgpl_and_the_bundled_libpq(built: dict[str, Path]) -> None:
+def test_databases_notices_carry_the_lgpl_and_the_bundled_libpq(built: Mapping[str, Path]) -> None:
     notices = read(built["databases"], "databases/THIRD_PARTY_NOTICES.md")
     section = notices.split("## psycopg-binary", 1)[1].split("\n## ", 1)[0]
     assert "LGPL-3.0" in section and "may be replaced" in section
@@ -184,7 +201,9 @@ def test_databases_notices_carry_the_lgpl_and_the_bundled_libpq(built: dict[str,
     assert re.search(r"Bundled shared libraries: .*libssl", section)
 
 
-def test_check_contents_catches_what_must_not_ship(built: dict[str, Path], acpzip: ModuleType, tmp_path: Path) -> None:
+def test_check_contents_catches_what_must_not_ship(
+    built: Mapping[str, Path], acpzip: ModuleType, tmp_path: Path
+) -> None:
     tampered = tmp_path / "tampered.zip"
     with zipfile.ZipFile(built["bigquery"]) as source, zipfile.ZipFile(tampered, "w") as out:
         for info in source.infolist():
@@ -217,7 +236,7 @@ def test_check_contents_catches_what_must_not_ship(built: dict[str, Path], acpzi
 @pytest.mark.anyio
 @pytest.mark.parametrize("connector_id", CONNECTORS)
 async def test_verify_installs_and_starts_each_zip_as_a_host_does(
-    built: dict[str, Path], acpzip: ModuleType, connector_id: str
+    built: Mapping[str, Path], acpzip: ModuleType, connector_id: str
 ) -> None:
     assert "PYTHONDONTWRITEBYTECODE" not in acpzip._python_env(None, ROOT)  # bytecode is really written
     verified = await acpzip.verify(built[connector_id], sys.executable)
@@ -227,7 +246,7 @@ async def test_verify_installs_and_starts_each_zip_as_a_host_does(
     assert declared | {"autocontext", "autocontext_data"} == set(verified.tools)
 
 
-def test_verify_command_reports_each_zip(built: dict[str, Path], tmp_path: Path) -> None:
+def test_verify_command_reports_each_zip(built: Mapping[str, Path], tmp_path: Path) -> None:
     broken = tmp_path / "broken.zip"
     with zipfile.ZipFile(broken, "w") as zf:
         zf.writestr("x/acp.json", json.dumps({"id": "x", "name": "X"}))
@@ -264,7 +283,7 @@ async def installed(archive: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.anyio
-async def test_the_bigquery_zip_queries_with_its_vendored_clients(built: dict[str, Path], tmp_path: Path) -> None:
+async def test_the_bigquery_zip_queries_with_its_vendored_clients(built: Mapping[str, Path], tmp_path: Path) -> None:
     """The unpacked folder signs a service-account JWT, dry-runs and runs a query against the fake."""
     folder = await installed(built["bigquery"], tmp_path)
     with FakeBigQuery() as fake:
@@ -281,7 +300,7 @@ async def test_the_bigquery_zip_queries_with_its_vendored_clients(built: dict[st
 
 
 @pytest.mark.anyio
-async def test_the_databases_zip_reads_sqlite_duckdb_and_postgresql(built: dict[str, Path], tmp_path: Path) -> None:
+async def test_the_databases_zip_reads_sqlite_duckdb_and_postgresql(built: Mapping[str, Path], tmp_path: Path) -> None:
     import duckdb
     import psycopg
 
@@ -344,7 +363,7 @@ def launch(folder: Path, python: str, **env: str) -> subprocess.CompletedProcess
     )
 
 
-def test_the_launcher_refuses_another_python_with_a_clear_message(built: dict[str, Path], tmp_path: Path) -> None:
+def test_the_launcher_refuses_another_python_with_a_clear_message(built: Mapping[str, Path], tmp_path: Path) -> None:
     folder = unpacked(built["bigquery"], tmp_path)
     script = folder / "launch.py"
     script.write_text(re.sub(r"(?m)^PYTHON = .*$", "PYTHON = (3, 99)", script.read_text()))
@@ -355,7 +374,7 @@ def test_the_launcher_refuses_another_python_with_a_clear_message(built: dict[st
     assert not list(folder.rglob("__pycache__"))
 
 
-def test_the_launcher_refuses_a_glibc_older_than_the_wheels_need(built: dict[str, Path], tmp_path: Path) -> None:
+def test_the_launcher_refuses_a_glibc_older_than_the_wheels_need(built: Mapping[str, Path], tmp_path: Path) -> None:
     folder = unpacked(built["bigquery"], tmp_path)
     script = folder / "launch.py"
     assert re.search(r"(?m)^GLIBC = \(2, 28\)$", script.read_text())
@@ -364,14 +383,14 @@ def test_the_launcher_refuses_a_glibc_older_than_the_wheels_need(built: dict[str
     assert result.returncode == 2 and "need glibc 9.99 or newer" in result.stderr
 
 
-def test_without_a_cache_folder_no_bytecode_is_written(built: dict[str, Path], tmp_path: Path) -> None:
+def test_without_a_cache_folder_no_bytecode_is_written(built: Mapping[str, Path], tmp_path: Path) -> None:
     folder = unpacked(built["databases"], tmp_path)
     result = launch(folder, sys.executable)  # stdin closes at once: the server starts and exits
     assert result.returncode == 0, result.stderr
     assert not list(folder.rglob("__pycache__")) and not list(folder.rglob("*.pyc"))
 
 
-def test_packages_of_the_host_python_do_not_leak_in(built: dict[str, Path], tmp_path: Path) -> None:
+def test_packages_of_the_host_python_do_not_leak_in(built: Mapping[str, Path], tmp_path: Path) -> None:
     """The launcher drops site-packages: a module only the test venv has cannot be imported from the folder."""
     folder = unpacked(built["bigquery"], tmp_path)
     probe = folder / "probe_path.py"  # runs the launcher's path setup, then reports
@@ -405,12 +424,14 @@ OTHER_PYTHON = next(iter(sorted(Path("/root/.pyenv/versions").glob("3.12*/bin/py
 
 @pytest.mark.slow
 @pytest.mark.anyio
-async def test_a_zip_for_another_python_runs_on_that_python(acpzip: ModuleType, tmp_path: Path) -> None:
+async def test_a_zip_for_another_python_runs_on_that_python(
+    acpzip: ModuleType, zip_builds: ZipBuilds, tmp_path: Path
+) -> None:
     if OTHER_PYTHON is None:
         if os.environ.get("ACP_REQUIRE_SERVICES") == "1":
             pytest.fail("CI machines have Python 3.12 (pyenv); this test must run there")
         pytest.skip("no Python 3.12 on this machine")
-    archive = acpzip.build("bigquery", "3.12", acpzip.host_platform(), tmp_path)
+    archive = zip_builds.get("bigquery", "3.12", acpzip.host_platform().tag)
     assert "-cp312-" in archive.name
     verified = await acpzip.verify(archive, str(OTHER_PYTHON))
     assert "execute_query" in verified.tools
@@ -431,25 +452,27 @@ OTHER_PLATFORMS = [tag for tag in sorted(CROSS) if tag != load_acpzip().host_pla
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("connector_id", CONNECTORS)
 @pytest.mark.parametrize("tag", OTHER_PLATFORMS)
-def test_other_platforms_resolve_and_build(acpzip: ModuleType, tag: str, tmp_path: Path) -> None:
+def test_other_platforms_resolve_and_build(
+    acpzip: ModuleType, zip_builds: ZipBuilds, tag: str, connector_id: str
+) -> None:
     """The release workflow's other targets: their wheels resolve from the locks and the zips pass the checks."""
     extension, command = CROSS[tag]
-    for connector_id in CONNECTORS:
-        archive = acpzip.build(connector_id, "3.11", acpzip.PLATFORMS[tag], tmp_path)
-        assert archive.name.endswith(f"-cp311-{tag}.zip")
-        assert acpzip.check_contents(archive) == []
-        listed = names(archive)
-        compiled = [n for n in listed if re.search(r"\.(so|pyd)$", n) and "/lib/pydantic_core/" in n]
-        assert compiled and all(re.search(extension, n) for n in compiled), compiled
-        manifest = json.loads(read(archive, f"{connector_id}/acp.json"))
-        assert manifest["transport"]["command"] == command
-        launcher = read(archive, f"{connector_id}/launch.py")
-        assert f"PLATFORM = {tag!r}" in launcher
-        assert ("GLIBC = (2, 28)" if tag.startswith("manylinux") else "GLIBC = None") in launcher
-        if tag == "win_amd64":
-            assert any("/lib/pywin32" in n or "/lib/win32" in n for n in listed)  # a Windows-only dependency
-        assert archive.stat().st_size - duckdb_share(archive) <= 25 * MB
+    archive = zip_builds.get(connector_id, "3.11", tag)
+    assert archive.name.endswith(f"-cp311-{tag}.zip")
+    assert acpzip.check_contents(archive) == []
+    listed = names(archive)
+    compiled = [n for n in listed if re.search(r"\.(so|pyd)$", n) and "/lib/pydantic_core/" in n]
+    assert compiled and all(re.search(extension, n) for n in compiled), compiled
+    manifest = json.loads(read(archive, f"{connector_id}/acp.json"))
+    assert manifest["transport"]["command"] == command
+    launcher = read(archive, f"{connector_id}/launch.py")
+    assert f"PLATFORM = {tag!r}" in launcher
+    assert ("GLIBC = (2, 28)" if tag.startswith("manylinux") else "GLIBC = None") in launcher
+    if tag == "win_amd64":
+        assert any("/lib/pywin32" in n or "/lib/win32" in n for n in listed)  # a Windows-only dependency
+    assert archive.stat().st_size - duckdb_share(archive) <= 25 * MB
 
 
 # -- the locks ---------------------------------------------------------------------------------
