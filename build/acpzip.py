@@ -608,7 +608,9 @@ def write_zip(folder: Path, out: Path, prefix: str, epoch: int) -> None:
             info.create_system = 3  # Unix, so the permissions below are read
             info.external_attr = (stat.S_IFREG | 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, path.read_bytes(), compresslevel=9)
+            # Level 6, zlib's default: level 9 took three times as long (13.0 s against 4.2 s for the
+            # databases zip, most of it DuckDB's library) for a zip 0.6% smaller.
+            zf.writestr(info, path.read_bytes(), compresslevel=6)
     out.write_bytes(buffer.getvalue())
 
 
