@@ -3,9 +3,11 @@ use yet: credential variants with login annotations, many resources, failing and
 blocks, date-pair tools, multi-table results with a catalog and model views, host tables,
 artifacts, tools without resources or credentials, cancellation and untyped failures.
 
-Run as a server with ``python tests/toy_connector.py``. Its ``TOY_STATE_DIR`` environment
-variable names a folder where it records what it did (block fetches, cancellations), so
-black-box tests can check effects at the source.
+The tests serve it in process (``AcpHost.in_process``); run it as a server with
+``python tests/toy_connector.py``. Its ``TOY_STATE_DIR`` environment variable names a folder
+where it records what it did (block fetches, cancellations), so black-box tests can check
+effects at the source; ``TOY_SLOW_BLOCK_S`` makes the ``slow`` block take that long. It has
+a conformance profile (``tests/conformance/profiles.py``).
 """
 
 from __future__ import annotations
