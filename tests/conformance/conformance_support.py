@@ -15,7 +15,6 @@ from profiles import Profile, Source
 from shared.host import AcpHost, HostTable
 
 CANARY = "CANARY-7c1f9e3b5a2d4f60"
-REAL_TRANSPORTS = ("stdio", "http")
 
 
 @dataclass(frozen=True)

@@ -364,5 +364,5 @@ def cases() -> list[tuple[str, str]]:
 
 
 def first_cases() -> list[tuple[str, str]]:
-    """One (connector, variant) per connector: the first variant, the one a smoke run uses."""
+    """One (connector, variant) per connector: its first variant."""
     return [(connector, next(iter(profile.variants))) for connector, profile in PROFILES.items()]
