@@ -61,6 +61,7 @@ class Profile:
     connector_id: str
     variants: dict[str, SourceBuilder]
     module: str | None = None  # a test-only connector's module (CONNECTOR, COMMAND); None for connectors/<id>
+    slow: frozenset[str] = frozenset()  # variants out of the quick tier: those that need a database server
 
     @property
     def test_only(self) -> bool:
@@ -351,18 +352,33 @@ def _toy_local(folder: Path, canary: str) -> Iterator[Source]:
 
 
 PROFILES: dict[str, Profile] = {
-    "databases": Profile("databases", {"sqlite": _sqlite, "duckdb": _duckdb, "postgres": _postgres, "mysql": _mysql}),
+    "databases": Profile(
+        "databases",
+        {"sqlite": _sqlite, "duckdb": _duckdb, "postgres": _postgres, "mysql": _mysql},
+        slow=frozenset({"postgres", "mysql"}),
+    ),
     "bigquery": Profile("bigquery", {"fake": _bigquery}),
     "toy": Profile("toy", {"report": _toy_report, "browse": _toy_browse}, module="toy_connector"),
     "toy_local": Profile("toy_local", {"host_table": _toy_local}, module="toy_local_connector"),
 }
 
 
-def cases() -> list[tuple[str, str]]:
-    """Every (connector, variant) the suite runs."""
-    return [(connector, variant) for connector, profile in PROFILES.items() for variant in profile.variants]
+def cases(*extra: str, slow: bool = False) -> list[Any]:
+    """Every (connector, variant, *extra) the suite runs, as parameters; ``slow`` marks them all slow."""
+    return [
+        pytest.param(
+            connector,
+            variant,
+            *extra,
+            marks=[pytest.mark.slow] if slow or variant in profile.slow else [],
+            id="-".join((connector, variant, *extra)),
+        )
+        for connector, profile in PROFILES.items()
+        for variant in profile.variants
+    ]
 
 
-def first_cases() -> list[tuple[str, str]]:
-    """One (connector, variant) per connector: its first variant."""
-    return [(connector, next(iter(profile.variants))) for connector, profile in PROFILES.items()]
+def first_cases(*extra: str, slow: bool = False) -> list[Any]:
+    """As :func:`cases`, with one variant per connector: its first."""
+    firsts = {(connector, next(iter(profile.variants))) for connector, profile in PROFILES.items()}
+    return [case for case in cases(*extra, slow=slow) if tuple(case.values[:2]) in firsts]

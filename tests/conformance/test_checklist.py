@@ -576,8 +576,9 @@ def _all_rows(result: ToolResponse) -> list[Any]:
     return list(result.tables().values()) if data["format"] == "tables" else [result.rows()]
 
 
-# Every variant over stdio (what its process writes on stderr is checked there), and one per connector over HTTP.
-SMOKE_RUNS = [(c, v, "stdio") for c, v in cases()] + [(c, v, "http") for c, v in first_cases()]
+# Every variant over stdio (what its process writes on stderr is checked there), and one per connector over
+# HTTP; real processes, so out of the quick tier.
+SMOKE_RUNS = cases("stdio", slow=True) + first_cases("http", slow=True)
 
 
 @pytest.mark.parametrize(("connector", "variant", "transport"), SMOKE_RUNS)

@@ -339,6 +339,7 @@ def test_row_count_of_a_slow_view_stops_at_its_budget(big_table: Path) -> None:
 SLOW_VIEWS = 30  # each takes a second to count: 30 s if every view had its own budget
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_many_slow_views_leave_the_blocks_and_describe_table_in_time(tmp_path: Path) -> None:
     """Counting shares one budget per block, and describe_table looks at its one table only."""

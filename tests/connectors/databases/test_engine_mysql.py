@@ -33,6 +33,8 @@ from shared._tablefiles import TableFiles
 from shared.host import AcpHost, HostTable, ToolResponse, uri_path
 from shared.tables import SampleBudget, TableWriter
 
+pytestmark = pytest.mark.slow  # the real MariaDB server
+
 # The server helper next to this file (test folders are not packages).
 mysql_server = load_file(Path(__file__).with_name("mysql_server.py"), "acp_tests_databases_mysql_server")
 mysql_database = mysql_server.mysql_database  # the module-scoped fixture

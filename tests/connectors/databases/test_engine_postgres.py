@@ -31,7 +31,7 @@ from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostTable, ToolResponse, u
 pg_server = load_file(Path(__file__).with_name("pg_server.py"), "acp_tests_databases_pg_server")
 pg_database = pg_server.pg_database  # the module-scoped fixture
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # the real PostgreSQL server
 
 RO = "ACP_READ_ONLY_VIOLATION"
 INVALID = "ACP_INVALID_ARGUMENTS"
