@@ -3,7 +3,8 @@
 Every check runs against the server in this process, over in-memory MCP streams; the checks follow
 the capability (no resource checks when ``resource_id.format`` is ``none``, none of the credential
 checks that cannot apply to a source without credentials, multi-table results when the extraction
-returns them). One smoke run per connector then goes through a real process over stdio and over HTTP.
+returns them). Smoke runs then go through real processes: every variant over stdio, and one per
+connector over HTTP.
 """
 
 from __future__ import annotations
