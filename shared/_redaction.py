@@ -7,14 +7,15 @@ registered when credentials are parsed; they live only in this process's memory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
 import sys
 import threading
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
 REDACTED = "[REDACTED]"
 _MIN_FRAGMENT = 6  # shorter strings ("root", "5432") are too common to scrub blindly
@@ -101,3 +102,28 @@ def configure_logging(level: str = "warning") -> None:
     root.setLevel(level.upper())
     for name in PAYLOAD_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+
+
+@contextlib.contextmanager
+def logging_to(stream: TextIO, level: str = "warning") -> Iterator[None]:
+    """:func:`configure_logging` for a server running inside another program, undone on exit.
+
+    The same redacted JSON lines go to ``stream``; the program's own handlers stay, and the
+    MCP client's records (the host side of an in-process connection) are left out.
+    """
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(_RedactingJsonFormatter())
+    handler.addFilter(lambda record: not record.name.startswith("mcp.client"))
+    root = logging.getLogger()
+    saved = root.level, {name: logging.getLogger(name).level for name in PAYLOAD_LOGGERS}
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    for name in PAYLOAD_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved[0])
+        for name, previous in saved[1].items():
+            logging.getLogger(name).setLevel(previous)

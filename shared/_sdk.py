@@ -11,10 +11,12 @@ seams are re-checked on every SDK upgrade.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Literal
 
+import anyio
 import httpx2
 import mcp_types as types
 from mcp.client.session import ClientSession
@@ -33,6 +35,7 @@ from .protocol import ACP_KEY, METHOD_READ_TABLE
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+_IN_MEMORY_SHUTDOWN_S = 2.0  # as the SDK's InMemoryTransport: a server stuck in teardown is then cancelled
 
 
 class ReadTableRequest(types.Request[dict[str, Any], Literal["acp/read_table"]]):
@@ -100,39 +103,73 @@ async def read_table(ctx: ServerRequestContext[Any, Any], params: dict[str, Any]
 
 
 async def serve_stdio_handshake_era(server: Server[Any], init_options: Any) -> None:
-    """Serve stdio in the handshake era, answering unparsable input with JSON-RPC errors.
+    """Serve stdio in the handshake era (see :func:`serve_handshake_era`)."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await serve_handshake_era(server, init_options, read_stream, write_stream)
+
+
+async def serve_handshake_era(server: Server[Any], init_options: Any, read_stream: Any, write_stream: Any) -> None:
+    """Serve one connection in the handshake era, answering unparsable input with JSON-RPC errors.
 
     ``Server.run`` would let a default SDK client negotiate 2026-07-28, which has no
     back-channel for ``acp/read_table`` (notes §5, §7); the stock loop also drops a
     malformed line silently, where JSON-RPC asks for -32700 / -32600 with ``id: null``.
     """
-    from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read_stream, write_stream):
-
-        async def answer_unparsable(exc: Exception) -> None:
-            invalid_json = isinstance(exc, ValidationError) and any(
-                e.get("type") == "json_invalid" for e in exc.errors()
-            )
-            code, message = (
-                (PARSE_ERROR, "Parse error: the line is not valid JSON.")
-                if invalid_json
-                else (INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request or notification.")
-            )
-            error = types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
-            await write_stream.send(SessionMessage(error))
-
-        dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(
-            read_stream,
-            write_stream,
-            inline_methods=frozenset({"initialize"}),
-            on_stream_exception=answer_unparsable,
+    async def answer_unparsable(exc: Exception) -> None:
+        invalid_json = isinstance(exc, ValidationError) and any(e.get("type") == "json_invalid" for e in exc.errors())
+        code, message = (
+            (PARSE_ERROR, "Parse error: the line is not valid JSON.")
+            if invalid_json
+            else (INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request or notification.")
         )
-        connection = Connection.for_loop(dispatcher, session_id=None)
-        async with server.lifespan(server) as lifespan_state:
-            await serve_connection(
-                server, dispatcher, connection=connection, lifespan_state=lifespan_state, init_options=init_options
-            )
+        error = types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
+        await write_stream.send(SessionMessage(error))
+
+    dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(
+        read_stream,
+        write_stream,
+        inline_methods=frozenset({"initialize"}),
+        on_stream_exception=answer_unparsable,
+    )
+    connection = Connection.for_loop(dispatcher, session_id=None)
+    async with server.lifespan(server) as lifespan_state:
+        await serve_connection(
+            server, dispatcher, connection=connection, lifespan_state=lifespan_state, init_options=init_options
+        )
+
+
+@contextlib.asynccontextmanager
+async def in_memory_connection(server: Server[Any]) -> AsyncIterator[tuple[Any, Any]]:
+    """A client's ``(read, write)`` streams to ``server``, served in this process as over stdio.
+
+    Closing follows ``mcp.client._memory.InMemoryTransport``: end of input first, so the server
+    winds down as a stdio server does at EOF, then a bounded wait, and only then a cancel.
+    """
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    async with create_client_server_memory_streams() as (client_streams, (server_read, server_write)):
+        finished = anyio.Event()
+
+        async def serve() -> None:
+            try:
+                await serve_handshake_era(server, server.create_initialization_options(), server_read, server_write)
+            finally:
+                finished.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(serve)
+            try:
+                yield client_streams
+            finally:
+                await client_streams[1].aclose()
+                await server_write.aclose()
+                with anyio.move_on_after(_IN_MEMORY_SHUTDOWN_S):
+                    await finished.wait()
+                if not finished.is_set():
+                    group.cancel_scope.cancel()
 
 
 # -- client side (shared.host) -----------------------------------------------------------------

@@ -58,7 +58,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, S
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import anyio
@@ -89,6 +89,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("acp.host")
+
+if TYPE_CHECKING:
+    from .declaration import Connector
 
 ACP_HOST_CAPABILITY: JsonObject = {
     "version": ACP_VERSION,
@@ -480,7 +483,7 @@ class ToolResponse:
 
 # -- the host -------------------------------------------------------------------------------------
 class AcpHost:
-    """Talk ACP to one connector: launched over stdio, or reached at an HTTP URL.
+    """Talk ACP to one connector: launched over stdio, reached at an HTTP URL, or served in this process.
 
     ``capability=None`` behaves as a plain MCP client that declares no ACP capability.
     ``protocol_version`` picks the MCP revision: a handshake version (2025-03-26, 2025-06-18,
@@ -493,6 +496,7 @@ class AcpHost:
         command: Sequence[str] | None = None,
         *,
         url: str | None = None,
+        connector: Connector | None = None,
         token: str | None = None,
         server_stderr: Path | None = None,
         env: Mapping[str, str] | None = None,
@@ -503,10 +507,11 @@ class AcpHost:
         read_timeout_s: float = 120.0,
         client_name: str = "acp-host",
     ) -> None:
-        if (command is None) == (url is None):
-            raise ValueError("give either a command (stdio) or a url (HTTP)")
+        if [command, url, connector].count(None) != 2:
+            raise ValueError("give a command (stdio), a url (HTTP) or a connector (in process)")
         self.command = list(command or [])
         self.url = url
+        self.connector = connector
         self.token = token
         self.env = dict(env or {})
         self.cwd = cwd
@@ -531,6 +536,17 @@ class AcpHost:
         return cls([sys.executable, "-m", f"connectors.{connector_id}"], **kwargs)
 
     @classmethod
+    def in_process(cls, connector: Connector, **kwargs: Any) -> AcpHost:
+        """Serve ``connector`` in this process over in-memory MCP streams, as stdio serves it.
+
+        ``env`` is the server's environment for the core's settings (``ACP_TMP_DIR``,
+        ``ACP_CACHE_DIR``, ``ACP_TABLE_TTL_S``, ``ACP_LOG_LEVEL``): only what it holds, as a
+        launched server gets only what it is given. Connector code that reads ``os.environ``
+        itself sees this process's. The server's log lines go to the file :meth:`stderr` reads.
+        """
+        return cls(connector=connector, **kwargs)
+
+    @classmethod
     def for_folder(cls, folder: str | os.PathLike[str], **kwargs: Any) -> AcpHost:
         """Launch a server folder the way a host does, from its ``acp.json`` (spec 13.2)."""
         root = Path(folder)
@@ -552,6 +568,8 @@ class AcpHost:
         try:
             if self.url is not None:
                 read, write = await self._open_http(stack)
+            elif self.connector is not None:
+                read, write = await self._open_in_process(stack, self.connector)
             else:
                 read, write = await self._open_stdio(stack)
             experimental = {ACP_KEY: self.capability} if self.capability is not None else None
@@ -579,6 +597,18 @@ class AcpHost:
             command=self.command[0], args=self.command[1:], env=env, cwd=str(self.cwd) if self.cwd else None
         )
         return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+
+    async def _open_in_process(self, stack: contextlib.AsyncExitStack, connector: Connector) -> Any:
+        from ._redaction import logging_to
+        from ._runtime import AcpRuntime
+
+        self.stderr_path = Path(self._tmp.name) / "server-stderr.log"
+        errlog = stack.enter_context(self.stderr_path.open("w", encoding="utf-8"))
+        stack.enter_context(logging_to(errlog, self.env.get("ACP_LOG_LEVEL") or "warning"))
+        runtime = AcpRuntime(connector, environ=self.env)
+        # A server process writes its recently used resources at exit; this one ends with the connection.
+        stack.callback(runtime.autocontext.recency.flush)
+        return await stack.enter_async_context(_sdk.in_memory_connection(runtime.build_server()))
 
     async def _open_http(self, stack: contextlib.AsyncExitStack) -> Any:
         assert self.url is not None

@@ -36,7 +36,38 @@ def free_port() -> int:
 def http_server(
     command: Sequence[str], env: dict[str, str], workdir: Path, extra_args: Sequence[str] = (), path: str = "/mcp"
 ) -> Iterator[HttpServer]:
-    """Run ``command --http --port P`` and wait until ``/healthz`` answers."""
+    """Run ``command --http --port P`` and wait until ``/healthz`` answers.
+
+    A free port can be taken by another process (a parallel test worker) before the server
+    binds it: the server then exits with EADDRINUSE, and it starts again on another port.
+    """
+    for attempt in range(1, 4):
+        started = _start(command, env, workdir, extra_args)
+        if isinstance(started, _Started):
+            break
+        if attempt == 3 or not started.port_taken:
+            raise RuntimeError(f"HTTP server did not start:\n{started.log}")
+    base, process, stderr = started.base, started.process, started.stderr
+    try:
+        yield HttpServer(url=f"{base}{path}", base=base, stderr=stderr, process=process)
+    finally:
+        _stop(process)
+
+
+@dataclass(frozen=True)
+class _Started:
+    base: str
+    process: subprocess.Popen[bytes]
+    stderr: Path
+
+
+@dataclass(frozen=True)
+class _Failed:
+    log: str
+    port_taken: bool
+
+
+def _start(command: Sequence[str], env: dict[str, str], workdir: Path, extra_args: Sequence[str]) -> _Started | _Failed:
     port = free_port()
     stderr = workdir / f"http-server-{port}.log"
     full_env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "SYSTEMROOT", "PYTHONPATH")}
@@ -50,26 +81,28 @@ def http_server(
             env=full_env,
         )
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"HTTP server did not start:\n{stderr.read_text('utf-8', errors='replace')}")
-            time.sleep(0.1)
-        yield HttpServer(url=f"{base}{path}", base=base, stderr=stderr, process=process)
-    finally:
-        process.terminate()
+    deadline = time.monotonic() + 30
+    while True:
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+            with urllib.request.urlopen(f"{base}/healthz", timeout=2) as answer:
+                if answer.status == 200:
+                    return _Started(base, process, stderr)
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            _stop(process)
+            log = stderr.read_text("utf-8", errors="replace")
+            return _Failed(log, port_taken="address already in use" in log.lower())
+        time.sleep(0.1)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
 
 
 def module_command(connector: str) -> list[str]:

@@ -48,6 +48,7 @@ def test_every_environment_variable_and_flag_is_documented() -> None:
         assert f"`{flag}" in readme, f"{flag} is missing from README.md"
 
 
+@pytest.mark.slow
 def test_every_test_file_is_collected() -> None:
     """pytest silently skips some folder names (its default norecursedirs holds ``build``): none may be lost."""
     import subprocess

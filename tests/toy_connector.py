@@ -3,9 +3,11 @@ use yet: credential variants with login annotations, many resources, failing and
 blocks, date-pair tools, multi-table results with a catalog and model views, host tables,
 artifacts, tools without resources or credentials, cancellation and untyped failures.
 
-Run as a server with ``python tests/toy_connector.py``. Its ``TOY_STATE_DIR`` environment
-variable names a folder where it records what it did (block fetches, cancellations), so
-black-box tests can check effects at the source.
+The tests serve it in process (``AcpHost.in_process``); run it as a server with
+``python tests/toy_connector.py``. Its ``TOY_STATE_DIR`` environment variable names a folder
+where it records what it did (block fetches, cancellations), so black-box tests can check
+effects at the source; ``TOY_SLOW_BLOCK_S`` makes the ``slow`` block take that long. It has
+a conformance profile (``tests/conformance/profiles.py``).
 """
 
 from __future__ import annotations
@@ -146,8 +148,11 @@ async def fetch_fields(ref: ResourceRef, ctx: CallContext) -> Any:
 
 
 async def fetch_slow(ref: ResourceRef, ctx: CallContext) -> Any:
-    await ctx.run_blocking(lambda: time.sleep(3))
-    return {"never": "returned in time"}
+    # Slow only when a test asks for it (TOY_SLOW_BLOCK_S), so that every other autocontext
+    # call does not wait out the block budget.
+    delay = float(os.environ.get("TOY_SLOW_BLOCK_S") or 0)
+    await ctx.run_blocking(lambda: time.sleep(delay))
+    return {"slept_s": delay}
 
 
 async def fetch_broken(ref: ResourceRef, ctx: CallContext) -> Any:
@@ -415,7 +420,7 @@ TOOLS = (
 BLOCKS = (
     Block(id="fields", description="Available fields with their type.", fetch=fetch_fields, ttl_s=3600),
     Block(id="broken", description="A block whose API always fails.", fetch=fetch_broken),
-    Block(id="slow", description="A block slower than its timeout.", fetch=fetch_slow),
+    Block(id="slow", description="A block as slow as TOY_SLOW_BLOCK_S says.", fetch=fetch_slow),
     Block(id="segment_info", description="Only for segments.", fetch=fetch_segment, applies_to=("segment",)),
 )
 

@@ -26,6 +26,7 @@ from fakes.bigquery import FakeBigQuery
 from shared.host import AcpHost
 from shared.install import discover, install
 
+pytestmark = pytest.mark.slow  # zip builds: out of the quick tier (README, Development)
 ROOT = Path(__file__).resolve().parents[2]
 CONNECTORS = connector_ids()
 MB = 1024 * 1024

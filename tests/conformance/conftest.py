@@ -4,18 +4,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conformance_support import CANARY, TRANSPORTS, ConformanceSource
+from conformance_support import CANARY, ConformanceSource
 from profiles import PROFILES
 
 
-@pytest.fixture(params=TRANSPORTS)
+@pytest.fixture
 def conformance(
-    request: pytest.FixtureRequest, tmp_path: Path, runtime_dirs: dict[str, str]
+    request: pytest.FixtureRequest, tmp_path: Path, runtime_dirs: dict[str, str], in_process
 ) -> Iterator[ConformanceSource]:
-    """The connector's working source (one of its variants), reached over each transport in turn."""
+    """The connector's working source (one of its variants), with what it takes to start the connector."""
     connector = request.node.callspec.params["connector"]
     variant = request.node.callspec.params["variant"]
     source_dir = tmp_path / "source"
     source_dir.mkdir()
-    with PROFILES[connector].variants[variant](source_dir, CANARY) as source:
-        yield ConformanceSource(source=source, env=runtime_dirs, workdir=tmp_path, transport=request.param)
+    profile = PROFILES[connector]
+    with profile.variants[variant](source_dir, CANARY) as source:
+        yield ConformanceSource(
+            profile=profile, source=source, env=runtime_dirs, workdir=tmp_path, in_process=in_process
+        )

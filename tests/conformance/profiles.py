@@ -1,13 +1,16 @@
 """What the conformance suite needs to know about each connector: how to give it a working
 source. A new connector is covered by adding one entry to :data:`PROFILES`; a test fails
 if a connector in ``connectors/`` (found by its ``acp.json``) has none. A connector with
-several kinds of source (database engines) lists one variant per kind.
+several kinds of source (database engines) lists one variant per kind. The test-only
+connectors (``tests/toy_connector.py``, ``tests/toy_local_connector.py``) have profiles too,
+so that every core feature the real connectors do not use yet goes through the suite.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import importlib
 import os
 import secrets
 import sqlite3
@@ -17,16 +20,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from http_support import module_command
+
+from shared.declaration import Connector
+
+
+@dataclass(frozen=True)
+class HostTableRows:
+    """A table the test host holds and resolves through ``acp/read_table`` (spec 8.8)."""
+
+    headers: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class Source:
     """A working source for one connector, built in a test's temporary folder."""
 
-    credentials: dict[str, Any]
-    resource_id: str
-    extraction: tuple[str, dict[str, Any]]  # a call returning more than 25 rows
+    extraction: tuple[str, dict[str, Any]]  # a call returning more than 25 rows (in all, over its tables)
     extraction_rows: int
+    credentials: dict[str, Any] | None = None  # None for a source without credentials
+    resource_id: str | None = None  # None when resource_id.format is "none"
+    host_tables: dict[str, HostTableRows] = field(default_factory=dict)  # refs the extraction reads
     env: dict[str, str] = field(default_factory=dict)
     canary_credentials: tuple[dict[str, Any], ...] = ()  # invalid credentials carrying CANARY
     limits: dict[str, Any] = field(default_factory=dict)  # system-channel limits the extraction needs (cost)
@@ -45,6 +60,22 @@ SourceBuilder = Callable[[Path, str], contextlib.AbstractContextManager[Source]]
 class Profile:
     connector_id: str
     variants: dict[str, SourceBuilder]
+    module: str | None = None  # a test-only connector's module (CONNECTOR, COMMAND); None for connectors/<id>
+    slow: frozenset[str] = frozenset()  # variants out of the quick tier: those that need a database server
+
+    @property
+    def test_only(self) -> bool:
+        return self.module is not None
+
+    def declaration(self) -> Connector:
+        connector: Connector = importlib.import_module(self.module or f"connectors.{self.connector_id}").CONNECTOR
+        return connector
+
+    def command(self) -> list[str]:
+        """How a host launches it as a process."""
+        if self.module is None:
+            return module_command(self.connector_id)
+        return list(importlib.import_module(self.module).COMMAND)
 
 
 # -- databases ------------------------------------------------------------------------------------
@@ -258,12 +289,96 @@ def _bigquery(folder: Path, canary: str) -> Iterator[Source]:
         )
 
 
+# -- test-only connectors -------------------------------------------------------------------------
+TOY_REPORT = {"start_date": "2026-03-01", "end_date": "2026-03-31", "rows": 40}
+
+
+def _toy_canaries(canary: str) -> tuple[dict[str, Any], ...]:
+    from toy_connector import TEST_CREDENTIALS
+
+    return (
+        {**TEST_CREDENTIALS, "api_key": canary},
+        {**TEST_CREDENTIALS, "api_key": f"bad-{canary}"},  # refused by the toy's authenticate
+        {"type": "oauth", "email": "ana@toy.example", "access_token": canary},
+    )
+
+
+@contextlib.contextmanager
+def _toy_report(folder: Path, canary: str) -> Iterator[Source]:
+    """A single-table extraction of a resource, with a date window."""
+    from toy_connector import TEST_CREDENTIALS
+
+    yield Source(
+        credentials=TEST_CREDENTIALS,
+        resource_id="acc_7",
+        extraction=("report", TOY_REPORT),
+        extraction_rows=40,
+        canary_credentials=_toy_canaries(canary),
+    )
+
+
+@contextlib.contextmanager
+def _toy_browse(folder: Path, canary: str) -> Iterator[Source]:
+    """A multi-table extraction (spec 8.2.1) under a table catalog (8.7), by a tool without a resource:
+    the default selection is hits (60 rows, with a model view), network (3, required) and summary
+    (1, outside the catalog, the primary table)."""
+    from toy_connector import TEST_CREDENTIALS
+
+    yield Source(
+        credentials=TEST_CREDENTIALS,
+        resource_id="acc_7",
+        extraction=("browse", {}),
+        extraction_rows=64,
+        canary_credentials=_toy_canaries(canary),
+    )
+
+
+@contextlib.contextmanager
+def _toy_local(folder: Path, canary: str) -> Iterator[Source]:
+    """No resource, no credentials: the extraction forecasts a host table (spec 6.1, 8.8)."""
+    start = dt.date(2026, 1, 1)
+    history = [{"date": (start + dt.timedelta(days=i)).isoformat(), "sessions": 100 + i % 7} for i in range(60)]
+    yield Source(
+        extraction=("forecast", {"table_ref": "ds_sessions", "column": "sessions", "horizon": 40}),
+        extraction_rows=40,
+        host_tables={
+            "ds_sessions": HostTableRows(
+                headers=[{"name": "date", "type": "date"}, {"name": "sessions", "type": "integer"}], rows=history
+            )
+        },
+        # A host may still send credentials to a source that takes none: they must not leak either.
+        canary_credentials=({"api_key": canary},),
+    )
+
+
 PROFILES: dict[str, Profile] = {
-    "databases": Profile("databases", {"sqlite": _sqlite, "duckdb": _duckdb, "postgres": _postgres, "mysql": _mysql}),
+    "databases": Profile(
+        "databases",
+        {"sqlite": _sqlite, "duckdb": _duckdb, "postgres": _postgres, "mysql": _mysql},
+        slow=frozenset({"postgres", "mysql"}),
+    ),
     "bigquery": Profile("bigquery", {"fake": _bigquery}),
+    "toy": Profile("toy", {"report": _toy_report, "browse": _toy_browse}, module="toy_connector"),
+    "toy_local": Profile("toy_local", {"host_table": _toy_local}, module="toy_local_connector"),
 }
 
 
-def cases() -> list[tuple[str, str]]:
-    """Every (connector, variant) the suite runs."""
-    return [(connector, variant) for connector, profile in PROFILES.items() for variant in profile.variants]
+def cases(*extra: str, slow: bool = False) -> list[Any]:
+    """Every (connector, variant, *extra) the suite runs, as parameters; ``slow`` marks them all slow."""
+    return [
+        pytest.param(
+            connector,
+            variant,
+            *extra,
+            marks=[pytest.mark.slow] if slow or variant in profile.slow else [],
+            id="-".join((connector, variant, *extra)),
+        )
+        for connector, profile in PROFILES.items()
+        for variant in profile.variants
+    ]
+
+
+def first_cases(*extra: str, slow: bool = False) -> list[Any]:
+    """As :func:`cases`, with one variant per connector: its first."""
+    firsts = {(connector, next(iter(profile.variants))) for connector, profile in PROFILES.items()}
+    return [case for case in cases(*extra, slow=slow) if tuple(case.values[:2]) in firsts]

@@ -1,4 +1,11 @@
-"""The server checklist of spec 14.2, black-box over stdio and over HTTP, for every connector in ``connectors/``."""
+"""The server checklist of spec 14.2, black-box, for every connector in ``connectors/`` and the test-only ones.
+
+Every check runs against the server in this process, over in-memory MCP streams; the checks follow
+the capability (no resource checks when ``resource_id.format`` is ``none``, none of the credential
+checks that cannot apply to a source without credentials, multi-table results when the extraction
+returns them). Smoke runs then go through real processes: every variant over stdio, and one per
+connector over HTTP.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +17,12 @@ from typing import Any
 
 import pytest
 from acp_spec import COLUMN_TYPES, SYSTEM_INFO_REQUIRED
-from conformance_support import CANARY, ConformanceSource, started
+from conformance_support import CANARY, ConformanceSource, extraction_arguments, started
 from discovery import connector_folders, connector_ids
-from profiles import PROFILES, cases
+from profiles import PROFILES, cases, first_cases
 
 from shared import Connector
-from shared.host import AcpHost
+from shared.host import ACP_HOST_CAPABILITY, ToolResponse
 
 pytestmark = pytest.mark.anyio
 CONNECTORS = connector_ids()
@@ -43,12 +50,23 @@ SPANISH = re.compile(r"\b(el|los|las|para|consulta|tabla|fecha|datos|usuario|rec
 
 
 def test_every_connector_has_a_profile() -> None:
+    """Every connector has a profile; the only extra profiles are the test-only connectors'."""
     assert CONNECTORS, "no connector found by acp.json"
-    assert set(CONNECTORS) == set(PROFILES), "add the new connector to tests/conformance/profiles.py"
+    shipped = {name for name, profile in PROFILES.items() if not profile.test_only}
+    assert set(CONNECTORS) == shipped, "add the new connector to tests/conformance/profiles.py"
 
 
 def _declaration(connector: str) -> Connector:
-    return __import__(f"connectors.{connector}", fromlist=["CONNECTOR"]).CONNECTOR
+    return PROFILES[connector].declaration()
+
+
+def _uses_resources(cap: dict[str, Any]) -> bool:
+    return bool(cap["resource_id"]["format"] != "none")
+
+
+def _takes_credentials(cap: dict[str, Any]) -> bool:
+    schema = cap["credentials_schema"]
+    return bool(schema.get("oneOf") or schema.get("properties"))
 
 
 def _info_is_complete(info: dict[str, Any]) -> None:
@@ -78,7 +96,7 @@ def _check_setup_schema(schema: dict[str, Any], secret_fields_write_only: bool) 
 
 @pytest.mark.parametrize(("connector", "variant"), cases())
 async def test_handshake_capability_and_tools(connector: str, variant: str, conformance: ConformanceSource) -> None:
-    async with started(connector, conformance) as host:
+    async with started(conformance) as host:
         cap = host.server_capability
         assert cap is not None and cap["version"] == "1.0"
         assert isinstance(cap["defaults"]["row_limit"], int) and 0 <= cap["defaults"]["row_limit"] <= 5000
@@ -87,7 +105,7 @@ async def test_handshake_capability_and_tools(connector: str, variant: str, conf
         if "config_schema" in cap:
             _check_setup_schema(cap["config_schema"], secret_fields_write_only=False)
         resource = cap["resource_id"]
-        assert resource["title"] and resource["description"] and resource["format"]
+        assert resource["description"] and resource["format"]
         assert isinstance(resource["examples"], list)
         assert isinstance(cap["autocontext"]["cache_ttl_s"], int)
         assert set(cap["autocontext"]["delivery"]) <= {"inject", "suggest", "on_first_call"}
@@ -100,6 +118,12 @@ async def test_handshake_capability_and_tools(connector: str, variant: str, conf
         assert host.initialize_result.get("instructions")
         published = json.dumps([cap, list(tools.values()), host.initialize_result["instructions"]])
         assert not SPANISH.search(published), SPANISH.search(published)
+        if _uses_resources(cap):
+            assert resource["title"]
+        else:
+            # Spec 6.1, 6.2: no remote resource, so no examples and no tool publishes resource_id.
+            assert resource["examples"] == []
+            assert [name for name, tool in tools.items() if "resource_id" in tool["inputSchema"]["properties"]] == []
         for tool in tools.values():
             schema = tool["inputSchema"]
             assert schema["additionalProperties"] is False
@@ -150,32 +174,58 @@ def test_distribution_folder(folder: Path) -> None:
 @pytest.mark.parametrize(("connector", "variant"), cases())
 async def test_plain_mcp_client(connector: str, variant: str, conformance: ConformanceSource) -> None:
     """Spec 2.2: a client without the ACP capability still lists, reads blocks and gets errors as text."""
-    async with started(connector, conformance, capability=None) as host:
+    source = conformance.source
+    async with started(conformance, capability=None) as host:
+        cap = host.server_capability or {}
         assert [t["name"] for t in await host.list_tools()][:2] == ["autocontext", "autocontext_data"]
         blocks = await host.call("autocontext_data", {})
         assert not blocks.is_error and isinstance(blocks.model_response, list)
-        tool, arguments = conformance.source.extraction
-        missing = await host.call(tool, {"resource_id": conformance.source.resource_id, **arguments})
-        assert missing.is_error and json.loads(missing.text)["error"]["name"] == "ACP_CREDENTIALS_MISSING"
+        tool, _ = source.extraction
+        answer = await host.call(tool, await extraction_arguments(host, source))
+        if _takes_credentials(cap):
+            expected = "ACP_CREDENTIALS_MISSING"  # a plain client sends no _meta.acp
+        elif source.host_tables:
+            expected = "ACP_HOST_TABLES_UNSUPPORTED"  # nor answers acp/read_table (spec 8.8)
+        else:
+            expected = None
+        if expected is None:
+            assert not answer.is_error and json.loads(answer.text)["notice"]
+        else:
+            assert answer.is_error and json.loads(answer.text)["error"]["name"] == expected
+
+
+def _rows_follow_the_row_limit(result: ToolResponse, row_limit: int) -> None:
+    """Spec 8.2: at most row_limit rows, fewer only when the table has fewer; in multi-table results
+    the tables with a model view are cut by fields instead (8.2.1)."""
+    assert result.system_info["row_limit"] == row_limit
+    if "tables" not in result.model_response:
+        model = result.model_response
+        assert model["returned_rows"] == len(model["rows"]) == min(row_limit, model["total_rows"])
+        return
+    views = {t["name"] for t in result.system_data["tables"] if "model_view" in t}
+    for name, table in result.model_response["tables"].items():
+        if name not in views:
+            assert table["returned_rows"] == len(table["rows"]) == min(row_limit, table["total_rows"]), name
 
 
 @pytest.mark.parametrize(("connector", "variant"), cases())
 async def test_configuration_rules(connector: str, variant: str, conformance: ConformanceSource) -> None:
     source = conformance.source
-    async with started(connector, conformance) as host:
-        configured = await host.configure(credentials=source.credentials, row_limit=7, **source.limits)
+    async with started(conformance) as host:
+        credentials = {"credentials": source.credentials} if source.credentials is not None else {}
+        configured = await host.configure(**credentials, row_limit=7, **source.limits)
         effective = configured["effective"]
-        assert effective["has_credentials"] is True and effective["row_limit"] == 7
+        assert effective["has_credentials"] is (source.credentials is not None) and effective["row_limit"] == 7
         assert "credentials" not in effective  # only has_credentials (spec 5.1)
         with pytest.raises(Exception) as raised:
             await host.configure(row_limit=5001)
         assert getattr(raised.value, "code", None) == -32016
         assert (await host.configure())["effective"]["row_limit"] == 7
-        tool, arguments = source.extraction
-        call = {"resource_id": source.resource_id, **arguments}
+        tool, _ = source.extraction
+        call = await extraction_arguments(host, source)
         meta = {"autocontext_delivered": True}
-        assert (await host.call(tool, call, meta)).model_response["returned_rows"] == 7
-        assert (await host.call(tool, call, {**meta, "row_limit": 3})).model_response["returned_rows"] == 3
+        _rows_follow_the_row_limit(await host.call(tool, call, meta), 7)
+        _rows_follow_the_row_limit(await host.call(tool, call, {**meta, "row_limit": 2}), 2)
         for key in ("row_limit", "credentials", "cost_limit_usd"):
             refused = await host.call(tool, {**call, key: 1})
             assert refused.error_name == "ACP_INVALID_ARGUMENTS" and "_meta.acp" in refused.error["message"]
@@ -186,9 +236,23 @@ async def test_configuration_rules(connector: str, variant: str, conformance: Co
 @pytest.mark.parametrize(("connector", "variant"), cases())
 async def test_resources_and_autocontext(connector: str, variant: str, conformance: ConformanceSource) -> None:
     source = conformance.source
-    meta = {"credentials": source.credentials, **source.limits}
-    async with started(connector, conformance) as host:
+    meta = conformance.meta
+    tool, arguments = source.extraction
+    async with started(conformance) as host:
         cap = host.server_capability or {}
+        described = await host.call("autocontext_data", {}, meta)
+        assert [b["id"] for b in described.model_response] == [b.id for b in _declaration(connector).blocks]
+        if not _uses_resources(cap):
+            # Spec 6.1: no remote resource. autocontext answers without one, and nothing needs a resource
+            # to be chosen: with no default_resource_id anywhere, the extraction runs.
+            listing = await host.call("autocontext", {}, meta)
+            assert listing.kind == "autocontext" and not listing.is_error
+            assert listing.system_info["resource_id"] is None
+            assert (await host.configure())["effective"]["default_resource_id"] is None
+            result = await host.call(tool, arguments, {**meta, "autocontext_delivered": True})
+            assert result.kind == "extraction" and not result.is_error
+            assert result.system_info["resource_id"] is None
+            return
         for example in cap["resource_id"]["examples"]:
             assert (await host.call("autocontext_data", {"resource_id": example})).is_error is False
         listing = (
@@ -204,7 +268,12 @@ async def test_resources_and_autocontext(connector: str, variant: str, conforman
         assert all(("data" in b) != ("error" in b) for b in context.model_response)
         unknown = await host.call("autocontext", {"resource_id": source.resource_id, "request_data": ["no_such"]}, meta)
         assert unknown.error_name == "ACP_UNKNOWN_BLOCK"
-        tool, arguments = source.extraction
+        call = await extraction_arguments(host, source)
+        if "resource_id" not in call:
+            # A tool that does not use the remote source needs no resource (spec 6.2, 8.8.2).
+            alone = await host.call(tool, arguments, {**meta, "autocontext_delivered": True})
+            assert alone.kind == "extraction" and alone.system_info["resource_id"] is None
+            return
         required = await host.call(tool, arguments, meta)
         assert required.error_name == "ACP_RESOURCE_REQUIRED"
         defaulted = await host.call(
@@ -213,55 +282,145 @@ async def test_resources_and_autocontext(connector: str, variant: str, conforman
         assert defaulted.system_info["resource_id"] == source.resource_id
         if "on_first_call" in cap["autocontext"]["delivery"]:
             first_meta = {**meta, "session_id": "conformance"}
-            first = await host.call(tool, {"resource_id": source.resource_id, **arguments}, first_meta)
-            second = await host.call(tool, {"resource_id": source.resource_id, **arguments}, first_meta)
+            first = await host.call(tool, call, first_meta)
+            second = await host.call(tool, call, first_meta)
             assert first.system_info["autocontext_attached"] is True and "autocontext" in first.model_response
             assert second.system_info["autocontext_attached"] is False
+
+
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _single_table_notice(total: int, returned: int) -> str:
+    """The normative notice of spec 8.2."""
+    if total == 0:
+        return "The query returned no rows."
+    if returned >= total:
+        return f"Showing all {total} extracted rows."
+    return f"Showing {returned} of {total} extracted rows."
+
+
+def _check_single_table(result: ToolResponse) -> None:
+    """The shape of spec 8.2 and 8.5 for one table."""
+    model, data = result.model_response, result.system_data or {}
+    assert data["format"] in {"inline", "file"}
+    assert model["total_rows"] == data["row_count"] == result.system_info["total_rows"]
+    assert model["returned_rows"] == len(model["rows"]) <= result.system_info["row_limit"]
+    assert model["truncated"] is (model["returned_rows"] < model["total_rows"])
+    assert model["notice"] == _single_table_notice(model["total_rows"], model["returned_rows"])
+    assert model["columns"] == [h["name"] for h in data["headers"]]
+    assert all(h["type"] in COLUMN_TYPES for h in data["headers"])
+    assert all(list(row) == model["columns"] for row in model["rows"])
+    rows = result.rows()
+    assert len(rows) == data["row_count"] and all(list(row) == model["columns"] for row in rows)
+    assert model["dates"] and all(DATE.fullmatch(d) for d in model["dates"])
+
+
+def _table_notice(name: str, total: int, returned: int, shown: int, fields_total: int) -> str:
+    """``tables.*.notice`` of spec 8.2.1."""
+    if total == 0:
+        return f"{name}: no rows."
+    rows = f"{total} rows" if returned >= total else f"{returned} of {total} rows"
+    fields = "all fields" if shown >= fields_total else f"{shown} of {fields_total} fields"
+    return f"{name}: {rows}, {fields}."
+
+
+def _check_multi_table(result: ToolResponse) -> None:
+    """The shape of spec 8.2.1 and the multi-table system_data of 8.5."""
+    model, data, info = result.model_response, result.system_data or {}, result.system_info
+    bodies = data["tables"]
+    assert data["headers"] == [] and data["row_count"] == sum(t["row_count"] for t in bodies)
+    assert model["description"] and model["dates"] and all(DATE.fullmatch(d) for d in model["dates"])
+    assert list(model["tables"]) == [t["name"] for t in bodies]
+    with_data = [t for t in bodies if t["row_count"]]
+    if with_data:
+        for body in with_data:
+            assert f"{body['name']} ({body['row_count']})" in model["notice"]
+    else:
+        assert model["notice"].startswith(("No data was extracted.", "No tables were requested"))
+    per_table = 10 if len(bodies) > 1 else 50  # ACP_MODEL_ROWS_MULTI / _SINGLE for tables with a model view
+    full = result.tables()
+    summaries = {t["name"]: t for t in info["tables"]}
+    for body in bodies:
+        name, names = body["name"], [h["name"] for h in body["headers"]]
+        assert re.fullmatch(r"[a-z0-9_]+", name) and body["format"] in {"inline", "file"}
+        assert all(h["type"] in COLUMN_TYPES for h in body["headers"])
+        assert len(full[name]) == body["row_count"] and all(list(row) == names for row in full[name])
+        entry = model["tables"][name]
+        assert entry["description"] and entry["dates"] and all(DATE.fullmatch(d) for d in entry["dates"])
+        assert entry["total_rows"] == body["row_count"] and entry["fields_total"] == len(names)
+        assert entry["returned_rows"] == len(entry["rows"])
+        assert set(entry["fields"]) <= set(names)
+        assert all(set(row) <= set(entry["fields"]) for row in entry["rows"])
+        shown = len(entry["fields"])
+        assert entry["notice"] == _table_notice(name, body["row_count"], entry["returned_rows"], shown, len(names))
+        if "model_view" in body:
+            assert shown <= info["field_limit"] and entry["returned_rows"] <= per_table
+        else:
+            assert entry["fields"] == names
+            assert entry["returned_rows"] == min(info["row_limit"], body["row_count"])
+        summary = summaries[name]
+        assert (summary["total_rows"], summary["returned_rows"]) == (entry["total_rows"], entry["returned_rows"])
+        assert (summary["fields_total"], summary["fields_shown"]) == (len(names), shown)
+    assert info["total_rows"] == data["row_count"]
+    assert info["returned_rows"] == sum(t["returned_rows"] for t in model["tables"].values())
 
 
 @pytest.mark.parametrize(("connector", "variant"), cases())
 async def test_three_part_results_and_errors(connector: str, variant: str, conformance: ConformanceSource) -> None:
     source = conformance.source
-    tool, arguments = source.extraction
-    meta = {"credentials": source.credentials, "autocontext_delivered": True, **source.limits}
-    async with started(connector, conformance) as host:
-        result = await host.call(tool, {"resource_id": source.resource_id, **arguments}, meta)
+    tool, _ = source.extraction
+    meta = {**conformance.meta, "autocontext_delivered": True}
+    async with started(conformance) as host:
+        call = await extraction_arguments(host, source)
+        result = await host.call(tool, call, meta)
         assert result.kind == "extraction" and not result.is_error
-        model, data = result.model_response, result.system_data
         _info_is_complete(result.system_info)
-        assert model["total_rows"] == source.extraction_rows == data["row_count"]
-        assert model["notice"] == f"Showing 25 of {source.extraction_rows} extracted rows."
-        assert model["returned_rows"] == len(model["rows"]) == 25 and model["truncated"] is True
-        assert model["columns"] == [h["name"] for h in data["headers"]]
-        assert all(h["type"] in COLUMN_TYPES for h in data["headers"])
-        assert all(list(row) == model["columns"] for row in result.rows())
-        assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", d) for d in model["dates"]) and model["dates"]
-        for call, expected in (
-            ((tool, {"resource_id": source.resource_id, **arguments, "nonsense": 1}), "ACP_INVALID_ARGUMENTS"),
+        assert (result.system_data or {})["row_count"] == source.extraction_rows
+        multi_table = (result.system_data or {})["format"] == "tables"
+        if multi_table:
+            _check_multi_table(result)
+        else:
+            _check_single_table(result)
+            model = result.model_response
+            assert model["notice"] == f"Showing 25 of {source.extraction_rows} extracted rows."
+            assert model["returned_rows"] == 25 and model["truncated"] is True
+        for args, expected in (
+            ((tool, {**call, "nonsense": 1}), "ACP_INVALID_ARGUMENTS"),
             (("no_such_tool", {}), "ACP_INVALID_ARGUMENTS"),
         ):
-            error = await host.call(*call, meta)
+            error = await host.call(*args, meta)
             assert error.is_error and error.kind == "error" and error.error_name == expected
             assert json.loads(error.text) == {"error": error.error}
             assert error.error["message"].endswith(".")
             _info_is_complete(error.system_info)
+    if multi_table:
+        # Spec 8.2.1: a host without multi_table gets the primary table only, in the shape of 8.2.
+        single_host = {**ACP_HOST_CAPABILITY, "multi_table": False}
+        async with started(conformance, capability=single_host) as host:
+            fallback = await host.call(tool, call, meta)
+        assert fallback.kind == "extraction" and "tables" not in fallback.model_response
+        _check_single_table(fallback)
 
 
 @pytest.mark.parametrize(("connector", "variant"), cases())
 async def test_canary_secrets_never_leave_the_server(
     connector: str, variant: str, conformance: ConformanceSource, runtime_dirs: dict[str, str]
 ) -> None:
-    """Spec 5.4 and 10.1: no credential in any output, error, log line, cache or temporary file."""
+    """Spec 5.4 and 10.1: no credential in any output, error, log line, cache or temporary file.
+
+    A source without credentials is sent some anyway, as a host could: they must not leak either.
+    """
     source = conformance.source
-    tool, arguments = source.extraction
+    tool, _ = source.extraction
     seen: list[str] = []
-    async with started(connector, conformance, env={"ACP_LOG_LEVEL": "debug"}) as host:
+    async with started(conformance, env={"ACP_LOG_LEVEL": "debug"}) as host:
+        calls = [("autocontext", {})]
+        if _uses_resources(host.server_capability or {}):
+            calls.append(("autocontext", {"resource_id": source.resource_id}))
+        calls.append((tool, await extraction_arguments(host, source)))
         for credentials in source.canary_credentials:
-            for name, args in (
-                ("autocontext", {}),
-                ("autocontext", {"resource_id": source.resource_id}),
-                (tool, {"resource_id": source.resource_id, **arguments}),
-            ):
+            for name, args in calls:
                 # Valid or not (a trust-auth test server accepts any password), the canary must not leak.
                 result = await host.call(name, args, {"credentials": credentials})
                 seen.append(json.dumps(result.raw))
@@ -270,13 +429,27 @@ async def test_canary_secrets_never_leave_the_server(
             except Exception as exc:
                 seen.append(repr(exc) + json.dumps(getattr(exc, "data", None)))
     seen.append(host.stderr())
-    for folder in runtime_dirs.values():
-        for path in Path(folder).rglob("*"):
-            if path.is_file():
-                seen.append(path.name + path.read_text("utf-8", errors="replace"))
+    seen.extend(_runtime_files(runtime_dirs))
     assert source.canary_credentials and all(CANARY in json.dumps(c) for c in source.canary_credentials)
     leaks = [text[:200] for text in seen if CANARY in text]
     assert not leaks, leaks
+
+
+def _runtime_files(runtime_dirs: dict[str, str]) -> list[str]:
+    """The name and text of every file the server left in its cache and table folders."""
+    return [
+        path.name + path.read_text("utf-8", errors="replace")
+        for folder in runtime_dirs.values()
+        for path in Path(folder).rglob("*")
+        if path.is_file()
+    ]
+
+
+def _total_rows(result: ToolResponse) -> int:
+    model = result.model_response
+    if "tables" in model:
+        return sum(int(t["total_rows"]) for t in model["tables"].values())
+    return int(model["total_rows"])
 
 
 @pytest.mark.parametrize(("connector", "variant"), cases())
@@ -284,9 +457,9 @@ async def test_extraction_tools_never_write(connector: str, variant: str, confor
     """Spec 10.4, 10.6: access_mode defaults to onlyRead, and a write statement sent to any SQL
     extraction tool is ACP_READ_ONLY_VIOLATION in every access mode, with the data untouched."""
     source = conformance.source
-    tool, arguments = source.extraction
-    meta = {"credentials": source.credentials, "autocontext_delivered": True, **source.limits}
-    async with started(connector, conformance) as host:
+    tool, _ = source.extraction
+    meta = {**conformance.meta, "autocontext_delivered": True}
+    async with started(conformance) as host:
         cap = host.server_capability or {}
         access_mode = cap.get("config_schema", {}).get("properties", {}).get("access_mode")
         if access_mode is not None:
@@ -306,8 +479,8 @@ async def test_extraction_tools_never_write(connector: str, variant: str, confor
             for name, write in source.writes.items():
                 refused = await host.call(name, {"resource_id": source.resource_id, **write}, {**meta, **config})
                 assert refused.error_name == "ACP_READ_ONLY_VIOLATION", (name, mode, refused.error)
-        after = await host.call(tool, {"resource_id": source.resource_id, **arguments}, meta)
-        assert after.model_response["total_rows"] == source.extraction_rows
+        after = await host.call(tool, await extraction_arguments(host, source), meta)
+        assert _total_rows(after) == source.extraction_rows
 
 
 def _is_value_of(kind: str, value: Any) -> bool:
@@ -339,29 +512,36 @@ async def test_rows_hold_values_of_their_header_types(
     connector: str, variant: str, conformance: ConformanceSource
 ) -> None:
     source = conformance.source
-    tool, arguments = source.extraction
-    meta = {"credentials": source.credentials, "autocontext_delivered": True, **source.limits}
-    async with started(connector, conformance) as host:
-        result = await host.call(tool, {"resource_id": source.resource_id, **arguments}, meta)
-        rows = result.rows()
-    headers = {h["name"]: h["type"] for h in result.system_data["headers"]}
-    assert len(rows) == source.extraction_rows
-    wrong = [(name, row[name]) for row in rows for name, kind in headers.items() if not _is_value_of(kind, row[name])]
-    assert not wrong, (headers, wrong[:5])
+    tool, _ = source.extraction
+    meta = {**conformance.meta, "autocontext_delivered": True}
+    async with started(conformance) as host:
+        result = await host.call(tool, await extraction_arguments(host, source), meta)
+        data = result.system_data or {}
+        tables = (
+            [(t["headers"], result.tables()[t["name"]]) for t in data["tables"]]
+            if data["format"] == "tables"
+            else [(data["headers"], result.rows())]
+        )
+    assert sum(len(rows) for _, rows in tables) == source.extraction_rows
+    for header_list, rows in tables:
+        headers = {h["name"]: h["type"] for h in header_list}
+        wrong = [
+            (name, row[name]) for row in rows for name, kind in headers.items() if not _is_value_of(kind, row[name])
+        ]
+        assert not wrong, (headers, wrong[:5])
 
 
 @pytest.mark.parametrize(("connector", "variant"), cases())
 async def test_published_resource_examples_resolve(
     connector: str, variant: str, conformance: ConformanceSource
 ) -> None:
-    """Spec 6.1: the server accepts the examples it publishes in resource_id.examples."""
+    """Spec 6.1: the server accepts the examples it publishes in resource_id.examples (none with format none)."""
     source = conformance.source
-    meta = {"credentials": source.credentials, **source.limits}
-    async with started(connector, conformance) as host:
+    async with started(conformance) as host:
         examples = (host.server_capability or {})["resource_id"]["examples"]
         assert source.absent_examples <= set(examples)
         for example in examples:
-            result = await host.call("autocontext", {"resource_id": example}, meta)
+            result = await host.call("autocontext", {"resource_id": example}, conformance.meta)
             if example in source.absent_examples:
                 assert result.error_name == "ACP_RESOURCE_NOT_FOUND", (example, result.error)
             else:
@@ -369,12 +549,12 @@ async def test_published_resource_examples_resolve(
                 assert result.system_info["resource_id"] is not None
 
 
-@pytest.mark.parametrize("connector", CONNECTORS)
-async def test_resource_id_is_published_exactly_where_a_tool_needs_one(connector: str) -> None:
+@pytest.mark.parametrize("connector", list(PROFILES))
+async def test_resource_id_is_published_exactly_where_a_tool_needs_one(connector: str, in_process) -> None:
     """Spec 6.2: a tool that needs a resource publishes an optional resource_id string whose
     description repeats resource_id.description; a tool with requiresResource false publishes none."""
-    declaration = __import__(f"connectors.{connector}", fromlist=["CONNECTOR"]).CONNECTOR
-    async with AcpHost.for_module(connector) as host:
+    declaration = _declaration(connector)
+    async with in_process(declaration) as host:
         cap = host.server_capability or {}
         published = {t["name"]: t["inputSchema"] for t in await host.list_tools()}
     for tool in declaration.tools:
@@ -385,3 +565,63 @@ async def test_resource_id_is_published_exactly_where_a_tool_needs_one(connector
             assert "resource_id" not in schema.get("required", []), tool.name
         else:
             assert "resource_id" not in schema["properties"], tool.name
+
+
+def _tables_of(result: ToolResponse) -> list[dict[str, Any]]:
+    data = result.system_data or {}
+    return list(data["tables"]) if data["format"] == "tables" else [data]
+
+
+def _all_rows(result: ToolResponse) -> list[Any]:
+    data = result.system_data or {}
+    return list(result.tables().values()) if data["format"] == "tables" else [result.rows()]
+
+
+# Every variant over stdio (what its process writes on stderr is checked there), and one per connector over
+# HTTP; real processes, so out of the quick tier.
+SMOKE_RUNS = cases("stdio", slow=True) + first_cases("http", slow=True)
+
+
+@pytest.mark.parametrize(("connector", "variant", "transport"), SMOKE_RUNS)
+async def test_smoke_over_a_real_transport(
+    connector: str, variant: str, transport: str, conformance: ConformanceSource, runtime_dirs: dict[str, str]
+) -> None:
+    """The connector as a process (the checks above run in this process): each variant over stdio, one over HTTP.
+
+    It starts from its command; the capability and a configured session hold over the transport;
+    a large table travels as a ``file://`` path on stdio and as a single-use link over HTTP (spec
+    8.5) and reads back equal to the inline one; host tables come over ``acp/read_table`` (8.8);
+    every line on stderr is a JSON log line, and no credential reaches stderr, the answers or the
+    server's folders (5.4, 10.1).
+    """
+    source = conformance.source
+    tool, _ = source.extraction
+    declaration = _declaration(connector)
+    seen: list[str] = []
+    async with started(conformance, transport, env={"ACP_LOG_LEVEL": "debug"}) as host:
+        cap = host.server_capability or {}
+        assert cap["version"] == "1.0" and host.server_info["name"] == connector
+        listed = [t["name"] for t in await host.list_tools()]
+        assert listed == ["autocontext", "autocontext_data", *(t.name for t in declaration.tools)]
+        if source.credentials is not None:
+            configured = await host.configure(credentials=source.credentials, **source.limits)
+            assert configured["effective"]["has_credentials"] is True
+        call = await extraction_arguments(host, source)
+        meta = {**source.limits, "autocontext_delivered": True}  # the credentials come from the session
+        inline = await host.call(tool, call, meta)
+        assert not inline.is_error and _total_rows(inline) == source.extraction_rows
+        assert all(body["format"] == "inline" for body in _tables_of(inline))
+        by_reference = await host.call(tool, call, {**meta, "inline_max_bytes": 1})
+        scheme = "file://" if transport == "stdio" else f"{(host.url or '').rsplit('/mcp', 1)[0]}/tables/"
+        assert all(body["table_uri"].startswith(scheme) for body in _tables_of(by_reference))
+        assert _all_rows(by_reference) == _all_rows(inline)
+        for credentials in source.canary_credentials:
+            for name, args in (("autocontext", {}), (tool, call)):
+                seen.append(json.dumps((await host.call(name, args, {"credentials": credentials})).raw))
+    stderr = host.stderr()
+    for line in stderr.splitlines():
+        json.loads(line)  # structured logs: one JSON object per line
+    seen.append(stderr)
+    seen.extend(_runtime_files(runtime_dirs))
+    leaks = [text[:200] for text in seen if CANARY in text]
+    assert not leaks, leaks

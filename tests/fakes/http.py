@@ -109,6 +109,7 @@ class RecordedRequest:
     route: str | None  # the route name that matched, None when no route did
     received_at: float  # time.monotonic()
     status: int | None = None  # the HTTP status answered; None while the request is being handled
+    delayed_s: float = 0.0  # the delay injected with ``slow`` before answering
 
     def param(self, name: str, default: str | None = None) -> str | None:
         """The first value of a query-string parameter."""
@@ -355,6 +356,7 @@ class FakeHttpServer:
         route, match = matched
         delay, failure = self._take_faults(route.name)
         if delay:
+            request.delayed_s = delay
             time.sleep(delay)
         if failure is not None and failure.status is not None:
             message = failure.message or f"Injected fault: HTTP {failure.status} on {route.name}"

@@ -27,6 +27,8 @@ from fakes import bigquery_sql, ga4_export
 from fakes.bigquery import MIB, ROUTE_NAMES, FakeBigQuery
 from fakes.google_oauth import JWT_BEARER_GRANT, REFRESH_TOKEN_GRANT
 
+pytestmark = pytest.mark.slow  # the fake's own checks, with real clients and a 412-shard export
+
 PROJECT = "my-proj"
 GA4 = "analytics_123"
 START = dt.date(2024, 1, 1)

@@ -95,13 +95,13 @@ def test_fail_answers_the_next_requests_of_one_route_then_stops(server: FakeHttp
 
 def test_slow_delays_only_the_requested_number_of_requests(server: FakeHttpServer) -> None:
     server.slow("echo", 0.3)
+    assert server.pending_faults("echo") == 1
     started = time.monotonic()
     requests.post(f"{server.url}/v1/echo", json={}, timeout=5)
-    delayed = time.monotonic() - started
-    started = time.monotonic()
+    assert time.monotonic() - started >= 0.3  # a lower bound: no load makes a sleep shorter
     requests.post(f"{server.url}/v1/echo", json={}, timeout=5)
-    assert delayed >= 0.3
-    assert time.monotonic() - started < 0.3
+    assert [r.delayed_s for r in server.requests_for("echo")] == [0.3, 0.0]
+    assert server.pending_faults("echo") == 0
 
 
 def test_a_client_timeout_during_a_delay_does_not_break_the_server(server: FakeHttpServer) -> None:

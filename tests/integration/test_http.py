@@ -22,7 +22,7 @@ from shared._http import HttpOptions, StartRefused, check_options
 from shared._runtime import NO_BACK_CHANNEL
 from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostProtocolError, TableReadError
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # real HTTP servers (uvicorn processes)
 REPORT = {"resource_id": "acc_1", "start_date": "2026-01-01", "end_date": "2026-01-31", "rows": 40}
 INIT = {
     "jsonrpc": "2.0",

@@ -57,6 +57,7 @@ def queries(draw: st.DrawFn) -> str:
     return f"SELECT event_name, COUNT(*) AS n FROM {table} {where} GROUP BY 1"
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sql=queries(), limit_micro_usd=st.integers(min_value=0, max_value=60_000))
 @example(  # both outcomes, whatever hypothesis draws: a refusal…

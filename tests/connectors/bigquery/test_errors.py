@@ -11,7 +11,7 @@ import pytest
 from bigquery_support import DATASET, PROJECT, meta, service_account
 from fakes.bigquery import FakeBigQuery
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # a server process per test, timed faults
 QUERY = f"SELECT event_name FROM `{PROJECT}.{DATASET}.events_*` WHERE _TABLE_SUFFIX = '20260901'"
 
 

@@ -17,7 +17,7 @@ from host_tables import StaticTable, StaticTables
 from connectors.bigquery.cost import TIB
 from connectors.bigquery.tools import PAGE_SIZE
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # a server process per test, timed faults
 EVENTS = f"`{PROJECT}.{DATASET}.events_*`"
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -315,9 +314,10 @@ def test_row_count_of_a_huge_table_is_max_rowid_flagged_estimated(big_table: Pat
     max_rowid = direct.scalar(big_table, "SELECT max(rowid) FROM big")
     assert count != max_rowid  # premise: the estimate is distinguishable from a count
     with engine.opened(str(big_table)) as database:
-        started = time.monotonic()
+        statements: list[str] = []
+        database.conn.set_trace_callback(statements.append)
         assert database.row_count("big", "table", budget_s=30, exact_up_to=1000) == (max_rowid, True)
-        assert time.monotonic() - started < 0.5
+    assert statements and not any("count(" in s.lower() for s in statements), statements
 
 
 def test_row_count_of_a_slow_view_stops_at_its_budget(big_table: Path) -> None:
@@ -330,9 +330,8 @@ def test_row_count_of_a_slow_view_stops_at_its_budget(big_table: Path) -> None:
     conn.commit()
     conn.close()
     with engine.opened(str(view_db)) as database:
-        started = time.monotonic()
+        # (None, True) comes only from the interrupted count: 4e10 rows are never counted to the end.
         assert database.row_count("heavy", "view", budget_s=0.05) == (None, True)
-        assert time.monotonic() - started < 2
 
 
 # -- time budgets on a large database ------------------------------------------------------------
@@ -340,6 +339,7 @@ def test_row_count_of_a_slow_view_stops_at_its_budget(big_table: Path) -> None:
 SLOW_VIEWS = 30  # each takes a second to count: 30 s if every view had its own budget
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_many_slow_views_leave_the_blocks_and_describe_table_in_time(tmp_path: Path) -> None:
     """Counting shares one budget per block, and describe_table looks at its one table only."""
@@ -357,20 +357,14 @@ async def test_many_slow_views_leave_the_blocks_and_describe_table_in_time(tmp_p
         meta = {"credentials": credentials, "autocontext_delivered": True}
         env = {"ACP_CACHE_DIR": str(tmp_path / "cache"), "ACP_TMP_DIR": str(tmp_path / "tmp")}
         async with AcpHost.for_module("databases", env=env) as host:
-            started = time.monotonic()
             context = await host.call(
                 "autocontext", {"resource_id": f"{name}.public", "request_data": ["tables"]}, meta
             )
-            tables_s = time.monotonic() - started
-            started = time.monotonic()
             described = await host.call("describe_table", {"resource_id": f"{name}.public.plain"}, meta)
-            describe_s = time.monotonic() - started
         assert not context.is_error and not described.is_error, (context.error, described.error)
         listed = {t["table"]: t for t in blocks(context)["tables"]}
         assert len(listed) == SLOW_VIEWS + 1  # every view is still listed, most without a count
         assert listed["plain"]["rows"] == 50
         assert sum(1 for t in listed.values() if t["rows"] is None) >= SLOW_VIEWS - 5
         assert described.model_response["rows"] == 50
-        # Bounds far below the 15 s (a 0.5 s budget per view) that the blocks took before.
-        assert tables_s < 8, tables_s
-        assert describe_s < 4, describe_s
+        # How long the two calls take (15 s when each view had a budget of its own): bench/slow_views.py.

@@ -34,6 +34,8 @@ from shared._tablefiles import TableFiles
 from shared.host import AcpHost, ToolResponse, uri_path
 from shared.tables import SampleBudget, TableWriter
 
+pytestmark = pytest.mark.slow  # the real MariaDB server
+
 # The server helper next to this file (test folders are not packages).
 mysql_server = load_file(Path(__file__).with_name("mysql_server.py"), "acp_tests_databases_mysql_server")
 mysql_database = mysql_server.mysql_database  # the module-scoped fixture
@@ -331,7 +333,7 @@ def test_sleep_is_stopped_by_the_statement_timeout(corpus_run: CorpusRun, role: 
     response = corpus_run.responses[role]["select-sleep"]
     assert response.error_name == UPSTREAM, response.error
     assert "statement_timeout_s" in response.error["message"]
-    assert CORPUS_TIMEOUT_S <= corpus_run.elapsed[role]["select-sleep"] < CORPUS_TIMEOUT_S + 4
+    assert corpus_run.elapsed[role]["select-sleep"] >= CORPUS_TIMEOUT_S  # the timeout did not fire early
 
 
 @pytest.mark.parametrize(
@@ -761,14 +763,12 @@ def test_a_capped_result_is_abandoned_not_drained(mysql_database: Any, tmp_path:
     marker = f"acp_cap_{secrets.token_hex(4)}"
     conn = ENGINE.connect(db.credentials(), None)
     try:
-        started_at = time.monotonic()
         outcome = conn.stream(
             f"SELECT a.id AS {marker}, b.id FROM orders a, orders b, order_items c", _writer(tmp_path), schema=None,
             timeout_s=60, max_rows=10,
         )  # fmt: skip
         assert outcome.capped
-        assert time.monotonic() - started_at < 5  # 96 million rows were not read to the end
-        assert not conn.alive()  # the pool opens a fresh connection next time
+        assert not conn.alive()  # closed rather than drained of its 96 million rows; the pool opens a fresh one
     finally:
         conn.close()
     deadline = time.monotonic() + 5
@@ -794,7 +794,7 @@ async def test_statement_timeout_stops_long_queries_and_the_server_keeps_serving
             took = time.monotonic() - began
             assert response.error_name == UPSTREAM, (sql, response.error)
             assert "statement_timeout_s" in response.error["message"]
-            assert 1 <= took < 5, took
+            assert took >= 1, took  # the timeout did not fire early
         assert db.processes(marker) == []
         after = await sql_call(host, db, "SELECT COUNT(*) AS n FROM customers")
     assert after.rows() == [{"n": mysql_server.CUSTOMERS}]
@@ -804,10 +804,9 @@ def test_statements_that_end_ok_when_stopped_are_still_a_timeout(mysql_database:
     """DO SLEEP() ends without an error when max_statement_time stops it; its warning says so."""
     conn = ENGINE.connect(mysql_database.credentials(), None)
     try:
-        began = time.monotonic()
+        # Without the stop, DO SLEEP(5) would end after 5 s with no warning and raise nothing.
         with pytest.raises(engine_mysql.TimeBudgetExceeded) as stopped:
             conn.stream("DO SLEEP(5)", _writer(tmp_path), schema=None, timeout_s=1, max_rows=10)
-        assert time.monotonic() - began < 3
         translated = ENGINE.translate(stopped.value)
         assert isinstance(translated, UpstreamError) and "statement_timeout_s" in translated.message
     finally:
@@ -820,20 +819,18 @@ async def test_cancellation_kills_the_query_at_the_server(mysql_database: Any, r
     marker = f"acp_cancel_{secrets.token_hex(4)}"
     seen_running = False
     async with started(runtime) as host:
-        with anyio.fail_after(20):
+        # Gone long before the 300 s sleep would end on its own: the cancel killed it at the server.
+        with anyio.fail_after(60):
             async with anyio.create_task_group() as group:
-                group.start_soon(sql_call, host, db, f"SELECT SLEEP(30) AS {marker}")
+                group.start_soon(sql_call, host, db, f"SELECT SLEEP(300) AS {marker}")
                 while not db.processes(marker):
                     await anyio.sleep(0.05)
                 seen_running = True
                 group.cancel_scope.cancel()  # what anyio.move_on_after does to the call
-            cancelled_at = time.monotonic()
             while db.processes(marker):
                 await anyio.sleep(0.05)
-            gone_after = time.monotonic() - cancelled_at
         after = await sql_call(host, db, "SELECT COUNT(*) AS n FROM notes")
     assert seen_running
-    assert gone_after < 5
     assert after.rows() == [{"n": 5}]
 
 
@@ -1113,15 +1110,12 @@ def test_row_counts_are_exact_when_cheap_estimated_when_not_and_bounded_by_the_b
                         f"{db.name}.order_items c")  # fmt: skip
         conn = ENGINE.connect(db.credentials(database=db.scratch), None)
         try:
-            began = time.monotonic()
             infos = {t.name: t for t in conn.tables(None, 0.3)}
-            assert time.monotonic() - began < 2
-            began = time.monotonic()
+            assert (infos["heavy"].rows, infos["heavy"].kind) == (None, "view")  # its count stopped at the budget
             with pytest.raises(engine_mysql.TimeBudgetExceeded):
                 conn.top_values(None, "heavy", "id", 10**9, 21, 0.3)
             with pytest.raises(engine_mysql.TimeBudgetExceeded):
                 conn.min_max(None, "heavy", "id", 0.3)
-            assert time.monotonic() - began < 3
             assert conn.top_values(None, "events", "label", 100, 21, 1) == [("seed", 1)]  # still usable
         finally:
             conn.close()

@@ -32,7 +32,7 @@ from shared.host import ACP_HOST_CAPABILITY, AcpHost, ToolResponse, uri_path
 pg_server = load_file(Path(__file__).with_name("pg_server.py"), "acp_tests_databases_pg_server")
 pg_database = pg_server.pg_database  # the module-scoped fixture
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # the real PostgreSQL server
 
 RO = "ACP_READ_ONLY_VIOLATION"
 INVALID = "ACP_INVALID_ARGUMENTS"
@@ -314,7 +314,7 @@ def test_pg_sleep_ends_at_statement_timeout(corpus: CorpusRun, run: str) -> None
     response, elapsed = corpus.sleeps[run]
     assert response.error_name == UPSTREAM, response.error
     assert "statement_timeout_s" in response.error["message"]
-    assert 0.9 <= elapsed < 6
+    assert elapsed >= 0.9  # the timeout did not fire early
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -492,7 +492,7 @@ async def test_statement_timeout_stops_a_long_query_and_the_server_keeps_serving
         elapsed = time.monotonic() - began
         assert result.error_name == UPSTREAM and result.error["code"] == -32018, result.error
         assert "statement_timeout_s" in result.error["message"]
-        assert 0.9 <= elapsed < 6
+        assert elapsed >= 0.9  # the timeout did not fire early; only it ends that count
         after = await sql_call(host, db, "SELECT count(*) AS n FROM orders")
         assert after.rows() == db.query("SELECT count(*) AS n FROM orders")
         assert db.busy() == []  # nothing of the stopped query keeps running
@@ -505,8 +505,8 @@ async def test_cancelling_the_call_stops_the_query_at_the_server(pg_database: An
         async with anyio.create_task_group() as group:
 
             async def call() -> None:
-                with anyio.move_on_after(20):
-                    await sql_call(host, db, "SELECT pg_sleep(30) AS slept")
+                with anyio.move_on_after(60):
+                    await sql_call(host, db, "SELECT pg_sleep(300) AS slept")
 
             group.start_soon(call)
             deadline = time.monotonic() + 10
@@ -516,8 +516,9 @@ async def test_cancelling_the_call_stops_the_query_at_the_server(pg_database: An
             group.cancel_scope.cancel()  # the host gives up on the call
         # Premise: the sleep was running at the server, in the connector's session.
         assert [r["application_name"] for r in seen] == ["acp-databases"], seen
+        # Gone long before the 300 s sleep would end on its own: the cancel stopped it at the server.
         cancelled_at = time.monotonic()
-        while db.busy("PgSleep") and time.monotonic() - cancelled_at < 5:
+        while db.busy("PgSleep") and time.monotonic() - cancelled_at < 60:
             await anyio.sleep(0.1)
         assert db.busy("PgSleep") == []
         assert db.query("SELECT pid FROM pg_stat_activity WHERE pid = %s", (seen[0]["pid"],)) == []  # session closed

@@ -195,7 +195,11 @@ def _mysql(root: Path) -> Iterator[EngineCase]:
 BUILDERS = {"sqlite": _sqlite, "duckdb": _duckdb, "postgres": _postgres, "mysql": _mysql}
 
 
-@pytest.fixture(scope="module", params=list(BUILDERS))
+@pytest.fixture(
+    scope="module",
+    # The database servers' engines are out of the quick tier.
+    params=[pytest.param(name, marks=pytest.mark.slow) if name in {"postgres", "mysql"} else name for name in BUILDERS],
+)
 def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineCase]:
     yield from BUILDERS[request.param](tmp_path_factory.mktemp(f"policy-{request.param}"))
 
