@@ -40,7 +40,7 @@ from ._settings import SYSTEM_CHANNEL_KEYS, CallMeta, Effective, check_config, p
 from ._tablefiles import TableFiles, TableLinks, uri_path
 from .context import CallContext
 from .dates import date_properties, local_today, resolve_date_arguments
-from .declaration import Connector, Principal, ResourceRef, Tool
+from .declaration import SOURCE_REF, Connector, Principal, ResourceRef, Tool
 from .envelope import CallRecord, Envelopes
 from .errors import (
     AcpError,
@@ -333,17 +333,23 @@ class AcpRuntime:
         raw_resource = args.get("resource_id")
         principal = self.arguments.principal(eff.credentials)
         runner = self.autocontext
-        if not (isinstance(raw_resource, str) and raw_resource.strip()):
+        requested = args.get("request_data") or []
+        chosen = requested_blocks(self.connector.blocks, requested) if requested else None
+        uses_resources = self.connector.resources.used
+        if not uses_resources:
+            # Spec 6.1: a source without remote resources has one context, the source itself; its
+            # blocks are fetched for SOURCE_REF and system_info.resource_id stays null.
+            ref = SOURCE_REF
+        elif isinstance(raw_resource, str) and raw_resource.strip():
+            ref = self.arguments.normalize(raw_resource, eff.credentials)
+        else:
             cctx = self._context(ctx, eff, principal, None, call)
             page, cached = await runner.suggestions(cctx, principal, eff.default_resource_id, args.get("query"))
             return self.envelopes.result("autocontext", page, self.envelopes.system_info(call, cached=cached))
-        ref = self.arguments.normalize(raw_resource, eff.credentials)
-        call.resource_id = ref.id
-        requested = args.get("request_data") or []
-        chosen = requested_blocks(self.connector.blocks, requested) if requested else None
-        cctx = self._context(ctx, eff, principal, ref, call)
+        call.resource_id = ref.id if uses_resources else None
+        cctx = self._context(ctx, eff, principal, ref if uses_resources else None, call)
         await runner.ensure_proven(cctx)
-        if self.connector.resources.check is not None:
+        if uses_resources and self.connector.resources.check is not None:
             await self.connector.resources.check(ref, cctx)
         results, cached = await runner.blocks(cctx, principal, ref, chosen)
         failed = sum(1 for r in results if "error" in r)
@@ -351,7 +357,8 @@ class AcpRuntime:
             call.warnings.append(f"{failed} of {len(results)} autocontext blocks failed; see their error field.")
         if meta.session_id:
             session.mark_delivered((principal.identity, meta.session_id, ref.id))
-        runner.recency.record(principal.identity, ref.id)
+        if uses_resources:
+            runner.recency.record(principal.identity, ref.id)
         return self.envelopes.result("autocontext", results, self.envelopes.system_info(call, cached=cached))
 
     # -- extraction results (spec 8.2, 8.5) -------------------------------------------------------

@@ -52,6 +52,9 @@ class Principal:
 
 ANONYMOUS = Principal("anonymous")
 
+SOURCE_REF = ResourceRef(id="", level="source")
+"""What a block of a source without remote resources (spec 6.1, ``Resources.none()``) is fetched for."""
+
 
 @dataclass(frozen=True)
 class Credentials:

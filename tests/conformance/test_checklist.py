@@ -245,9 +245,14 @@ async def test_resources_and_autocontext(connector: str, variant: str, conforman
         if not _uses_resources(cap):
             # Spec 6.1: no remote resource. autocontext answers without one, and nothing needs a resource
             # to be chosen: with no default_resource_id anywhere, the extraction runs.
+            # Spec 6.1, 7.3: its blocks describe the source itself, and an unknown one is refused.
             listing = await host.call("autocontext", {}, meta)
             assert listing.kind == "autocontext" and not listing.is_error
             assert listing.system_info["resource_id"] is None
+            assert [b["id"] for b in listing.model_response] == [b["id"] for b in described.model_response]
+            assert all(("data" in b) != ("error" in b) for b in listing.model_response)
+            unknown = await host.call("autocontext", {"request_data": ["no_such"]}, meta)
+            assert unknown.error_name == "ACP_UNKNOWN_BLOCK"
             assert (await host.configure())["effective"]["default_resource_id"] is None
             result = await host.call(tool, arguments, {**meta, "autocontext_delivered": True})
             assert result.kind == "extraction" and not result.is_error
