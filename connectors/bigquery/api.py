@@ -239,11 +239,14 @@ def _wait(settings: Settings, job: Any, deadline: float, cancelled: threading.Ev
         if cancelled.is_set():
             cancel(settings, job.job_id, job.location)
             raise JobCancelled
-        if time.monotonic() > deadline:
-            cancel(settings, job.job_id, job.location)
-            raise JobTimedOut
         time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
         pause = min(pause * 1.6, 1.0)
+        # The deadline is checked before the next poll, not after it: the job carries the same
+        # limit (job_timeout_ms), and a poll that finds BigQuery already stopped it would skip
+        # the cancel that every timed-out job gets.
+        if time.monotonic() >= deadline:
+            cancel(settings, job.job_id, job.location)
+            raise JobTimedOut
         job.reload(retry=policy, timeout=HTTP_TIMEOUT_S)
     if job.error_result:
         raise _job_error(job)
