@@ -43,6 +43,28 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(rank, len(ordered)) - 1]
 
 
+def server_processes() -> dict[str, Any]:
+    """The two servers: this benchmark's child processes, told apart by their command lines."""
+    import psutil
+
+    found: dict[str, Any] = {}
+    for child in psutil.Process().children():
+        cmdline = " ".join(child.cmdline())
+        if "connectors.databases" in cmdline:
+            found["connector"] = child
+        elif "baseline_server.py" in cmdline:
+            found["baseline"] = child
+    if set(found) != {"connector", "baseline"}:
+        raise RuntimeError(f"expected the connector and the baseline server as child processes, found {found}")
+    return found
+
+
+def cpu_seconds(process: Any) -> float:
+    """User + system CPU time of a process, every thread included."""
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
 async def measure(
     calls: int, warmup: int, scratch: Path, cache_dir: bool = True
 ) -> tuple[dict[str, list[float]], dict[str, Any]]:
@@ -87,6 +109,8 @@ async def measure(
         for _ in range(warmup):
             await call_connector()
             await call_baseline()
+        servers = server_processes()
+        cpu_before = {kind: cpu_seconds(process) for kind, process in servers.items()}
         samples: dict[str, list[float]] = {"connector": [], "baseline": []}
         for i in range(calls):
             if i % 2:
@@ -95,6 +119,8 @@ async def measure(
             else:
                 samples["connector"].append(await call_connector() / 1e6)
                 samples["baseline"].append(await call_baseline() / 1e6)
+        for kind, process in servers.items():
+            extra[f"{kind}_cpu_ms"] = (cpu_seconds(process) - cpu_before[kind]) * 1e3 / calls
         last_connector = await connector.call("execute_sql", connector_args, meta)
         last_baseline = await base.call("query", {"sql": SQL})
     extra["connector_result_chars"] = len(json.dumps(last_connector.raw, separators=(",", ":")))
@@ -125,6 +151,11 @@ def report(samples: dict[str, list[float]], extra: dict[str, Any]) -> dict[str, 
         f"(target ≤ {TARGET_ADDED_MS:g} ms: {verdict})"
     )
     print(f"added at p90 = {figures['connector_p90'] - figures['baseline_p90']:.2f} ms")
+    added_cpu = extra["connector_cpu_ms"] - extra["baseline_cpu_ms"]
+    print(
+        f"server CPU per call (user + system, over the timed calls): connector {extra['connector_cpu_ms']:.2f} ms, "
+        f"baseline {extra['baseline_cpu_ms']:.2f} ms, added {added_cpu:.2f} ms"
+    )
     print(
         f"first call after start-up (not in the figures above): connector {extra['connector_first_ms']:.1f} ms, "
         f"baseline {extra['baseline_first_ms']:.1f} ms"
