@@ -12,7 +12,7 @@ import datetime as dt
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -36,6 +36,7 @@ from .values import (
     normalize,
 )
 
+Row = Mapping[str, Any] | Sequence[Any]
 _NONFINITE = 256  # a float NaN/Infinity delivered as null
 _BATCH = 2000  # rows converted and encoded together on the fast path
 # For each declared type: the expression that passes a driver's usual Python value in one type
@@ -128,6 +129,7 @@ class TableData:
     model_view: ModelView | None = None
     primary: bool = False
     warnings: list[str] = field(default_factory=list)
+    capped_at: int | None = None  # the max_rows that stopped the extraction; None: every row is here
 
     @property
     def columns(self) -> list[str]:
@@ -168,7 +170,16 @@ def _evenly(candidates: list[JsonObject], count: int) -> list[JsonObject]:
 
 
 class TableWriter:
-    """Accepts rows (mappings, or sequences after :meth:`set_columns`) and builds a :class:`TableData`."""
+    """Accepts rows (mappings, or sequences after :meth:`set_columns`) and builds a :class:`TableData`.
+
+    With ``max_rows`` the writer owns the extraction cap: it keeps the first ``max_rows`` rows,
+    drops the rest, and once more rows were offered it is :attr:`capped` and its table says so in
+    a warning. A row loop asks :meth:`fetch_size` how much to read next, so it reads at most one
+    row past the cap and stops at the source as soon as the table is complete::
+
+        while (size := writer.fetch_size(batch)) and (rows := cursor.fetchmany(size)):
+            writer.extend(rows)
+    """
 
     def __init__(
         self,
@@ -183,8 +194,10 @@ class TableWriter:
         model_view: ModelView | None = None,
         primary: bool = False,
         cancelled: threading.Event | None = None,
+        max_rows: int | None = None,
     ) -> None:
         self.name = name
+        self.max_rows = max_rows
         self.title = title
         self.description = description
         self.dates = list(dates) if dates is not None else None
@@ -215,6 +228,7 @@ class TableWriter:
         self._finished = False
         self._fast: Callable[..., list[list[Any]]] | None = None
         self._fast_width = 0
+        self._capped = False
         if columns:
             self.set_columns(columns)
 
@@ -254,10 +268,54 @@ class TableWriter:
         self._failed.append(False)
         return len(self._names) - 1
 
+    # -- the extraction cap --------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        """Rows kept so far (never more than ``max_rows``)."""
+        return self._count
+
+    @property
+    def capped(self) -> bool:
+        """More rows than ``max_rows`` were offered: the table is complete at the cap; stop fetching."""
+        return self._capped
+
+    def fetch_size(self, batch: int) -> int:
+        """How many rows a row loop should fetch next: ``batch``, fewer near the cap, 0 once capped.
+
+        It asks for one row past ``max_rows``: that row tells a result of exactly ``max_rows`` rows
+        (nothing cut) from a longer one, and is dropped.
+        """
+        if self.max_rows is None:
+            return batch
+        if self._capped:
+            return 0
+        return min(batch, self.max_rows - self._count + 1)
+
+    def _within_cap(self, rows: Iterable[Row]) -> Iterable[Row]:
+        assert self.max_rows is not None
+        room = max(self.max_rows - self._count, 0)
+        if isinstance(rows, (list, tuple)):
+            if len(rows) > room:
+                self._capped = True
+                return rows[:room]
+            return rows
+        return self._take(rows, room)
+
+    def _take(self, rows: Iterable[Row], room: int) -> Iterator[Row]:
+        for row in rows:
+            if room == 0:
+                self._capped = True
+                return
+            room -= 1
+            yield row
+
     # -- rows ----------------------------------------------------------------------------
-    def append(self, row: Mapping[str, Any] | Sequence[Any]) -> None:
+    def append(self, row: Row) -> None:
         if self._cancelled.is_set():
             raise CallCancelled
+        if self.max_rows is not None and self._count >= self.max_rows:
+            self._capped = True
+            return
         if isinstance(row, Mapping):
             values: list[Any] = [None] * len(self._names)
             for key, value in row.items():
@@ -272,8 +330,10 @@ class TableWriter:
             values = [self._cell(i, v) for i, v in enumerate(row)]
         self._store(values)
 
-    def extend(self, rows: Iterable[Mapping[str, Any] | Sequence[Any]]) -> None:
+    def extend(self, rows: Iterable[Row]) -> None:
         """Append many rows; tuples or lists of declared columns take a batched fast path."""
+        if self.max_rows is not None:
+            rows = self._within_cap(rows)
         convert_batch = self._fast
         if convert_batch is None or self._fast_width != len(self._names):
             for row in rows:
@@ -424,7 +484,9 @@ class TableWriter:
             self._path.unlink(missing_ok=True)
             self._path = None
 
-    def finish(self) -> TableData:
+    def finish(self, result_rows: int | None = None) -> TableData:
+        """The finished table. ``result_rows``: how many rows the whole result has, when the source
+        says (a BigQuery job does); the ``max_rows`` warning names it."""
         if self._finished:
             raise RuntimeError("table already finished")
         self._finished = True
@@ -478,8 +540,22 @@ class TableWriter:
             dates=self.dates,
             model_view=self.model_view,
             primary=self.primary,
-            warnings=self._warnings + self._type_warnings(types),
+            warnings=self._cap_warnings(result_rows) + self._warnings + self._type_warnings(types),
+            capped_at=self.max_rows if self._capped else None,
         )
+
+    def _cap_warnings(self, result_rows: int | None) -> list[str]:
+        if not self._capped:
+            return []
+        size = (
+            f"{result_rows} rows, more than max_rows ({self.max_rows})"
+            if result_rows is not None
+            else f"more than max_rows ({self.max_rows}) rows"
+        )
+        return [
+            f"The result has {size}; the extraction stopped there. Add filters or aggregate, or ask the user "
+            "to raise max_rows."
+        ]
 
     def _final_type(self, index: int) -> ColumnType:
         declared = self._declared[index]

@@ -667,3 +667,65 @@ def test_read_table_file_rejects_non_array(tmp_path):
     path.write_text('{"a": 1}')
     with pytest.raises(ValueError):
         read_table_file(path)
+
+
+# -- the extraction cap (max_rows) ------------------------------------------------------------
+
+
+def _loop(writer, rows, batch):
+    """The engines' row loop, over a list standing in for a cursor; returns how many rows it read."""
+    cursor = iter(rows)
+    read = 0
+    while (size := writer.fetch_size(batch)) and (chunk := list(itertools.islice(cursor, size))):
+        read += len(chunk)
+        writer.extend(chunk)
+    return read
+
+
+@pytest.mark.parametrize("batch", [1, 3, 7, 100])
+def test_max_rows_keeps_the_first_rows_reads_one_past_the_cap_and_warns(make_writer, batch):
+    writer = make_writer(columns=["n"], max_rows=10)
+    read = _loop(writer, [(i,) for i in range(1000)], batch)
+    assert read == 11  # one row past the cap tells "more than max_rows" from "exactly max_rows"
+    assert writer.capped and writer.fetch_size(batch) == 0
+    table = writer.finish()
+    assert column(table, "n") == list(range(10)) and table.row_count == 10
+    assert table.capped_at == 10
+    assert table.warnings[0] == (
+        "The result has more than max_rows (10) rows; the extraction stopped there. Add filters or aggregate, "
+        "or ask the user to raise max_rows."
+    )
+
+
+@pytest.mark.parametrize("total", [9, 10])
+def test_a_result_that_fits_max_rows_is_not_capped(make_writer, total):
+    writer = make_writer(columns=["n"], max_rows=10)
+    assert _loop(writer, [(i,) for i in range(total)], 4) == total
+    assert not writer.capped
+    table = writer.finish()
+    assert table.row_count == total and table.capped_at is None
+    assert not any("max_rows" in w for w in table.warnings)
+
+
+def test_max_rows_caps_append_mappings_and_generators(make_writer):
+    writer = make_writer(max_rows=3)
+    writer.append({"a": 1})
+    writer.extend({"a": i} for i in range(2, 10))  # a generator is cut lazily, not read to the end
+    assert writer.capped and writer.row_count == 3
+    writer.append({"a": 99})
+    table = writer.finish()
+    assert column(table, "a") == [1, 2, 3]
+
+
+def test_max_rows_warning_names_the_result_size_the_source_reported(make_writer):
+    writer = make_writer(columns=["n"], max_rows=2)
+    writer.extend([(1,), (2,), (3,)])
+    table = writer.finish(result_rows=1234)
+    assert table.warnings[0].startswith("The result has 1234 rows, more than max_rows (2);")
+
+
+def test_without_max_rows_nothing_is_cut(make_writer):
+    writer = make_writer(columns=["n"])
+    assert writer.fetch_size(500) == 500
+    writer.extend([(i,) for i in range(5000)])
+    assert not writer.capped and writer.finish().row_count == 5000

@@ -572,7 +572,7 @@ def test_engine_connection_refuses_write_without_the_parser(
     database = engine.Database(str(store.database))
     try:
         with pytest.raises((duckdb.Error, ReadOnlyViolation)) as caught:
-            database.stream(sql, writer_for(tmp_path), schema=None, timeout_s=10, max_rows=100)
+            database.stream(sql, writer_for(tmp_path), schema=None, timeout_s=10)
     finally:
         database.close()
     error = caught.value
@@ -590,7 +590,7 @@ def test_parser_only_refusals_change_nothing_in_the_engine(store: Store, tmp_pat
         engine.ENGINE.check_sql(sql)  # the sqlglot layer names the function
     database = engine.Database(str(store.database))
     try:
-        database.stream(sql, writer_for(tmp_path), schema=None, timeout_s=10, max_rows=100)
+        database.stream(sql, writer_for(tmp_path), schema=None, timeout_s=10)
     finally:
         database.close()
     assert_untouched(store)
@@ -767,12 +767,12 @@ def test_timeout_interrupts_and_the_connection_keeps_working(store: Store, tmp_p
     try:
         started = time.monotonic()
         with pytest.raises(engine.TimeBudgetExceeded) as caught:
-            database.stream(LONG_QUERY, writer_for(tmp_path), schema=None, timeout_s=0.5, max_rows=10)
+            database.stream(LONG_QUERY, writer_for(tmp_path), schema=None, timeout_s=0.5)
         assert time.monotonic() - started < 3
         translated = engine.translate(caught.value)
         assert isinstance(translated, UpstreamError) and "statement_timeout_s" in translated.message
         writer = writer_for(tmp_path)
-        database.stream("SELECT 42 AS answer", writer, schema=None, timeout_s=5, max_rows=10)
+        database.stream("SELECT 42 AS answer", writer, schema=None, timeout_s=5)
         assert writer.finish().rows == [{"answer": 42}]
     finally:
         database.close()
@@ -784,7 +784,7 @@ def test_cancel_interrupts_a_running_query_and_says_cancelled(store: Store, tmp_
         threading.Timer(0.5, database.cancel).start()
         started = time.monotonic()
         with pytest.raises(duckdb.InterruptException) as caught:
-            database.stream(LONG_QUERY, writer_for(tmp_path), schema=None, timeout_s=60, max_rows=10)
+            database.stream(LONG_QUERY, writer_for(tmp_path), schema=None, timeout_s=60)
         assert time.monotonic() - started < 3
     finally:
         database.close()
