@@ -31,7 +31,6 @@ from shared.sql import date_literals
 
 from . import api
 from .cost import (
-    DEFAULT_PRICE_PER_TIB_USD,
     RESERVED_KEY,
     SPENT_KEY,
     Preflight,
@@ -62,11 +61,11 @@ def labels(ctx: CallContext, tool: str) -> dict[str, str]:
 
 
 def _price(ctx: CallContext) -> float:
-    return float(ctx.config.get("price_per_tib_usd", DEFAULT_PRICE_PER_TIB_USD))
+    return float(ctx.config["price_per_tib_usd"])
 
 
 def _job_timeout_s(ctx: CallContext) -> float:
-    return float(ctx.config.get("job_timeout_s", DEFAULT_JOB_TIMEOUT_S))
+    return float(ctx.config["job_timeout_s"])
 
 
 def _default_dataset(ref: ResourceRef) -> str | None:

@@ -23,7 +23,7 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
     ref = ctx.require_resource()
     engine, location = locate(ctx, ref)
     policy = policy_of(ctx)
-    timeout_s = float(ctx.config.get("statement_timeout_s", DEFAULT_TIMEOUT_S))
+    timeout_s = float(ctx.config["statement_timeout_s"])
 
     def run(conn: Connection) -> tuple[Any, list[str], QueryOutcome]:
         dates = engine.check_sql(sql)  # the parser layer, before the engine's own layers
