@@ -79,6 +79,14 @@ def loads_line(line: bytes) -> list[Any]:
     return rows
 
 
+def dumps_canonical(value: Any) -> bytes:
+    """Compact JSON with sorted keys: the same bytes for equal values (for fingerprints)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+    except orjson.JSONEncodeError:  # integers beyond 64 bits
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
 def dumps_text(value: Any) -> str:
     return dumps(value).decode("utf-8")
 
