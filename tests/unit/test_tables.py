@@ -819,3 +819,30 @@ def test_spilled_file_holds_lines_of_rows_that_parse_one_by_one(make_writer):
     parsed = [jsonio.loads_line(line) for line in lines[1:-1]]
     assert all(1 <= len(rows) <= jsonio.ROWS_PER_LINE for rows in parsed)
     assert [row for rows in parsed for row in rows] == [{"i": i, "s": f"row {i}"} for i in range(1000)]
+
+
+@pytest.mark.parametrize("inline_max_bytes", [10**7, 1])
+def test_declared_dates_and_times_from_a_driver_are_iso_text_inline_in_samples_and_in_the_file(
+    make_writer, inline_max_bytes
+):
+    columns = [{"name": "d", "type": "date"}, {"name": "t", "type": "datetime"}]
+    writer = make_writer(columns=columns, head=3, spread=3, inline_max_bytes=inline_max_bytes)
+    rows = [(dt.date(999 + i, 1, 2), dt.datetime(2024, 5, 6, 7, 8, 9, (i % 1000) * 1000)) for i in range(3000)]
+    writer.extend(rows)
+    table = writer.finish()
+    expected = [{"d": d.isoformat(), "t": t.isoformat()} for d, t in rows]
+    assert list(table.iter_rows()) == expected
+    assert table.head == expected[:3]
+    assert all(row in expected for row in table.spread) and table.spread[-1] == expected[-1]
+    if table.path is not None:
+        assert json.loads(table.path.read_bytes()) == expected
+
+
+def test_declared_datetime_column_that_fails_later_keeps_the_iso_text_of_earlier_values(make_writer):
+    writer = make_writer(columns=[{"name": "t", "type": "datetime"}], inline_max_bytes=1)
+    writer.extend([(dt.datetime(2024, 5, 6, 7, 8, 9),), (dt.datetime(2024, 5, 7),)])
+    writer.extend([("not a time",)])
+    table = writer.finish()
+    assert types_of(table) == {"t": "string"}
+    assert column(table, "t") == ["2024-05-06T07:08:09", "2024-05-07T00:00:00", "not a time"]
+    assert table.head[0] == {"t": "2024-05-06T07:08:09"}
