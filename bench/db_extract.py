@@ -15,7 +15,7 @@ For each engine (SQLite, DuckDB, PostgreSQL, MySQL/MariaDB) the script builds a 
 Both run alternately, ``--repeat`` times each; medians are reported.
 
     .venv/bin/python bench/db_extract.py [--engines sqlite,duckdb,postgres,mysql] [--rows 1000000]
-                                         [--repeat 3] [--profile DIR]
+                                         [--repeat 3] [--inline-max-bytes N] [--profile DIR]
 
 Targets: median(connector) / median(baseline) ≤ 1.5×; connector peak RSS < 300 MB (the
 baseline holds every row in memory, so it may use more). Run by hand only: not in CI, and in
@@ -236,6 +236,26 @@ def proc_status_kb(pid: int | str, key: str) -> int:
     raise KeyError(key)
 
 
+def proc_usage(pid: int | str) -> dict[str, float]:
+    """CPU seconds (user, system; every thread) and minor page faults so far, from ``/proc/<pid>/stat``."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # fields[0] is field 3 (state) of proc(5)
+    ticks = os.sysconf("SC_CLK_TCK")
+    return {"user_s": int(fields[11]) / ticks, "sys_s": int(fields[12]) / ticks, "minflt": int(fields[7])}
+
+
+def usage_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {key: after[key] - before[key] for key in before}
+
+
+def self_usage() -> dict[str, float]:
+    """This process's CPU seconds and minor page faults so far (``getrusage``)."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return {"user_s": used.ru_utime, "sys_s": used.ru_stime, "minflt": used.ru_minflt}
+
+
 def server_pid() -> int:
     """The pid of the connector: the benchmark's one child process running the server."""
     import psutil
@@ -322,6 +342,7 @@ def baseline_child(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         raise ValueError(engine)
     try:
+        usage = self_usage()
         start = time.perf_counter_ns()
         names, rows = fetch()
         fetched = time.perf_counter_ns()
@@ -329,10 +350,12 @@ def baseline_child(spec: dict[str, Any]) -> dict[str, Any]:
         with out.open("wb") as handle:
             handle.write(data)
         elapsed = time.perf_counter_ns() - start
+        usage = usage_delta(usage, self_usage())
     finally:
         close()
     return {
         "seconds": elapsed / 1e9,
+        **usage,
         "fetch_seconds": (fetched - start) / 1e9,
         "rows": len(rows),
         "bytes": len(data),
@@ -348,7 +371,13 @@ def run_baseline(source: Source, sql_text: str, scratch: Path) -> dict[str, Any]
 
 # -- connector ---------------------------------------------------------------------------------------
 async def run_connector(
-    source: Source, sql_text: str, rows: int, scratch: Path, expect_file: bool, profile: Path | None = None
+    source: Source,
+    sql_text: str,
+    rows: int,
+    scratch: Path,
+    expect_file: bool,
+    inline_max_bytes: int | None = None,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
     from shared.host import AcpHost, uri_path
 
@@ -358,6 +387,8 @@ async def run_connector(
     else:
         command = [sys.executable, str(SCRIPT), "--serve-profiled", str(profile)]
     meta = {"credentials": source.credentials, "row_limit": ROW_LIMIT, "autocontext_delivered": True}
+    if inline_max_bytes is not None:
+        meta["inline_max_bytes"] = inline_max_bytes
     timeout = max(120.0, rows / 2000)
     async with AcpHost(command, env=env, cwd=ROOT, read_timeout_s=timeout) as host:
         pid = server_pid()
@@ -366,12 +397,14 @@ async def run_connector(
         if warm.is_error:
             raise RuntimeError(f"warm-up call failed: {warm.text[:500]}\n{host.stderr()[-2000:]}")
         idle_kb = proc_status_kb(pid, "VmRSS")
+        usage = proc_usage(pid)
         start = time.perf_counter_ns()
         response = await host.call("execute_sql", {"resource_id": source.resource_id, "sql": sql_text}, meta)
         elapsed = time.perf_counter_ns() - start
+        usage = usage_delta(usage, proc_usage(pid))
         hwm_kb = proc_status_kb(pid, "VmHWM")
         data = response.system_data or {}
-        # Past inline_max_bytes (5 MiB, about 42,000 rows of all six columns) the table must be a file.
+        # Past inline_max_bytes (by default 5 MiB, about 42,000 rows of all six columns) the table must be a file.
         expected = ("file",) if expect_file else ("file", "inline")
         if response.is_error or data.get("format") not in expected or data.get("row_count") != rows:
             summary = {k: v for k, v in data.items() if k not in ("headers", "table")}
@@ -387,6 +420,7 @@ async def run_connector(
             size = len(json.dumps(data["table"], separators=(",", ":")))
     return {
         "seconds": elapsed / 1e9,
+        **usage,
         "rows": rows,
         "bytes": size,
         "hwm_kb": hwm_kb,
@@ -464,7 +498,13 @@ def print_profile(path: Path, top: int = 14) -> None:
 
 # -- driver ------------------------------------------------------------------------------------------
 def measure_engine(
-    engine: str, rows: int, repeat: int, scratch: Path, profile_dir: Path | None, select: str = "*"
+    engine: str,
+    rows: int,
+    repeat: int,
+    scratch: Path,
+    profile_dir: Path | None,
+    select: str = "*",
+    inline_max_bytes: int | None = None,
 ) -> dict[str, Any]:
     import anyio
 
@@ -480,7 +520,7 @@ def measure_engine(
             order = ("baseline", "connector") if rep % 2 == 0 else ("connector", "baseline")
             for kind in order:
                 if kind == "connector":
-                    result = anyio.run(run_connector, source, sql_text, rows, scratch, expect_file)
+                    result = anyio.run(run_connector, source, sql_text, rows, scratch, expect_file, inline_max_bytes)
                 else:
                     result = run_baseline(source, sql_text, scratch)
                     if result["rows"] != rows:
@@ -489,13 +529,14 @@ def measure_engine(
                 print(
                     f"[{engine}] {rep + 1}/{repeat} {kind:<9} {result['seconds']:7.2f} s "
                     f"{rows / result['seconds']:>10,.0f} rows/s  peak RSS {result['hwm_kb'] / 1024:6.0f} MB  "
-                    f"file {result['bytes'] / 2**20:5.0f} MiB",
+                    f"file {result['bytes'] / 2**20:5.0f} MiB  CPU {result['user_s']:5.2f} s user "
+                    f"{result['sys_s']:5.2f} s sys  {result['minflt'] / rows:5.2f} page faults/row",
                     flush=True,
                 )
         if profile_dir is not None:
             profile_dir.mkdir(parents=True, exist_ok=True)
             target = (profile_dir / f"db_extract-{engine}.prof").resolve()
-            result = anyio.run(run_connector, source, sql_text, rows, scratch, expect_file, target)
+            result = anyio.run(run_connector, source, sql_text, rows, scratch, expect_file, inline_max_bytes, target)
             print(f"[{engine}] profiled call (cProfile, all threads): {result['seconds']:.2f} s → {target}")
             print_profile(target)
     finally:
@@ -503,10 +544,17 @@ def measure_engine(
     return {"engine": engine, "build_s": source.build_s, **samples}
 
 
-def report(results: list[dict[str, Any]], rows: int, repeat: int, select: str = "*") -> None:
+def _median(samples: list[dict[str, Any]], key: str) -> float:
+    return float(statistics.median(r[key] for r in samples))
+
+
+def report(
+    results: list[dict[str, Any]], rows: int, repeat: int, select: str = "*", inline_max_bytes: int | None = None
+) -> None:
     print()
     print(f"SELECT {select} FROM {TABLE} ({rows:,} rows × 6 columns), medians of {repeat} alternating runs each")
-    print("connector: execute_sql over stdio, client wall time, result as a table_uri file")
+    limit = "the default (5 MiB)" if inline_max_bytes is None else f"{inline_max_bytes:,} bytes"
+    print(f"connector: execute_sql over stdio, client wall time, result as a table_uri file; inline_max_bytes {limit}")
     print("baseline: bare driver, fetchall() + one orjson.dumps of the rows, in its own interpreter")
     header = (
         f"{'engine':<9} {'connector rows/s':>17} {'baseline rows/s':>16} {'ratio':>6} "
@@ -536,6 +584,11 @@ def report(results: list[dict[str, Any]], rows: int, repeat: int, select: str = 
             f"< {TARGET_RSS_MB:g} MB; idle before the call "
             f"{statistics.median(r['idle_kb'] for r in result['connector']) / 1024:.0f} MB); "
             f"baseline fetchall {statistics.median(r['fetch_seconds'] for r in result['baseline']):.2f} s of it; "
+            f"CPU user/sys connector {_median(result['connector'], 'user_s'):.2f}/"
+            f"{_median(result['connector'], 'sys_s'):.2f} s, baseline {_median(result['baseline'], 'user_s'):.2f}/"
+            f"{_median(result['baseline'], 'sys_s'):.2f} s; page faults per row connector "
+            f"{_median(result['connector'], 'minflt') / rows:.3f}, "
+            f"baseline {_median(result['baseline'], 'minflt') / rows:.3f}; "
             f"{result['connector'][0]['format']} {result['connector'][0]['bytes'] / 2**20:.0f} MiB, "
             f"baseline JSON {result['baseline'][0]['bytes'] / 2**20:.0f} MiB; "
             f"types {','.join(map(str, result['connector'][0]['types']))}; build {result['build_s']:.1f} s"
@@ -555,6 +608,12 @@ def main(argv: list[str] | None = None) -> int:
         "--profile", type=Path, metavar="DIR", help="also run one profiled connector call per engine, stats in DIR"
     )
     parser.add_argument("--select", default="*", help="the select list (default *); e.g. 'id' for a one-column result")
+    parser.add_argument(
+        "--inline-max-bytes",
+        type=int,
+        metavar="N",
+        help="_meta.acp.inline_max_bytes of the timed call (default: unset, the protocol's 5 MiB)",
+    )
     parser.add_argument("--baseline-child", help=argparse.SUPPRESS)
     parser.add_argument("--serve-profiled", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -577,11 +636,15 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix=f"acp-bench-extract-{engine}-") as scratch:
             os.chmod(scratch, 0o700)
             try:
-                results.append(measure_engine(engine, args.rows, args.repeat, Path(scratch), args.profile, args.select))
+                results.append(
+                    measure_engine(
+                        engine, args.rows, args.repeat, Path(scratch), args.profile, args.select, args.inline_max_bytes
+                    )
+                )
             except Exception as exc:  # one engine's failure (a server down…) does not stop the others
                 print(f"[{engine}] FAILED: {exc}", flush=True)
                 results.append({"engine": engine, "error": str(exc).splitlines()[0][:300]})
-    report(results, args.rows, args.repeat, args.select)
+    report(results, args.rows, args.repeat, args.select, args.inline_max_bytes)
     return 1 if any("error" in r for r in results) else 0
 
 

@@ -178,10 +178,19 @@ class ProvenCredentials:
         self._key = secrets.token_bytes(32)  # per process: the fingerprints mean nothing elsewhere
         self._proven: set[str] = set()
         self._lock = threading.Lock()
+        # The last credentials object and its fingerprint: a session's credentials are one object
+        # for all its calls, and one call asks twice (is_proven, then prove). Holding the object
+        # keeps its identity from being reused.
+        self._last: tuple[JsonObject, str] | None = None
 
     def fingerprint(self, credentials: JsonObject) -> str:
-        canonical = json.dumps(credentials, sort_keys=True, separators=(",", ":"), default=str)
-        return hmac.new(self._key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()
+        last = self._last
+        if last is not None and last[0] is credentials:
+            return last[1]
+        canonical = jsonio.dumps_canonical(credentials)
+        fingerprint = hmac.digest(self._key, canonical, "sha256").hex()
+        self._last = (credentials, fingerprint)
+        return fingerprint
 
     def is_proven(self, credentials: JsonObject) -> bool:
         with self._lock:

@@ -36,7 +36,7 @@ from ._autocontext import (
 from ._cache import BlockCache, ProvenCredentials, RecencyStore
 from ._redaction import redact, register_secrets
 from ._session import Limits, SessionState, configure
-from ._settings import SYSTEM_CHANNEL_KEYS, CallMeta, Effective, check_config, parse_call_meta, secret_values
+from ._settings import SYSTEM_CHANNEL_KEYS, CallMeta, Effective, SecretFields, check_config, parse_call_meta
 from ._tablefiles import TableFiles, TableLinks, uri_path
 from .context import CallContext
 from .dates import date_properties, local_today, resolve_date_arguments
@@ -92,6 +92,7 @@ class AcpRuntime:
         self.envelopes = Envelopes(connector.id)
         self._stateless = SessionState()
         self._tools = {t.name: t for t in connector.tools}
+        self._secret_fields = SecretFields(connector.credentials.schema)
 
     def capability(self) -> JsonObject:
         return capability(self.connector)
@@ -214,7 +215,7 @@ class AcpRuntime:
         session = self._session(ctx)
         raw_meta = (params.meta or {}).get(ACP_KEY)
         if isinstance(raw_meta, dict) and isinstance(raw_meta.get("credentials"), dict):
-            register_secrets(secret_values(self.connector.credentials.schema, raw_meta["credentials"]))
+            register_secrets(self._secret_fields.values(raw_meta["credentials"]))
         meta = parse_call_meta(raw_meta, self.limits.catalog_names)
         if meta.call_id:
             call.call_id = meta.call_id

@@ -324,17 +324,28 @@ def _discriminator(variants: list[JsonObject]) -> str | None:
     return None
 
 
+class SecretFields:
+    """Which credential fields hold secrets: every ``writeOnly`` field of any variant and every
+    unknown field. Read from the schema once, since every call with credentials asks."""
+
+    def __init__(self, schema: JsonObject) -> None:
+        self._secret: dict[str, bool] = {}
+        for variant in credential_variants(schema):
+            for name, prop in variant.get("properties", {}).items():
+                self._secret[name] = self._secret.get(name, False) or bool(prop.get("writeOnly"))
+
+    def values(self, credentials: Mapping[str, Any]) -> list[str]:
+        """Strings to redact."""
+        out = []
+        for name, value in credentials.items():
+            if self._secret.get(name, True):
+                out.extend(_strings(value))
+        return out
+
+
 def secret_values(schema: JsonObject, credentials: Mapping[str, Any]) -> list[str]:
     """Strings to redact: every ``writeOnly`` field of any variant and every unknown field."""
-    known: dict[str, bool] = {}
-    for variant in credential_variants(schema):
-        for name, prop in variant.get("properties", {}).items():
-            known[name] = known.get(name, False) or bool(prop.get("writeOnly"))
-    out = []
-    for name, value in credentials.items():
-        if known.get(name, True):
-            out.extend(_strings(value))
-    return out
+    return SecretFields(schema).values(credentials)
 
 
 def _strings(value: Any) -> list[str]:

@@ -17,6 +17,7 @@ from .errors import InvalidArguments, ReadOnlyViolation
 from .protocol import JsonObject
 
 ACCESS_MODES = ("onlyRead", "readAndOnlyAdd")
+DEFAULT_ACCESS_MODE = "onlyRead"  # the schema default, and the mode of a config that names none
 _RANK = {"onlyRead": 0, "readAndOnlyAdd": 1}
 
 
@@ -29,7 +30,7 @@ def config_properties(read_tool: str, write_tool: str) -> dict[str, JsonObject]:
             "description": f"What {write_tool} may do. {read_tool} is read-only in every mode.",
             "enum": list(ACCESS_MODES),
             "enumNames": ["Read only", "Read and add rows"],
-            "default": "onlyRead",
+            "default": DEFAULT_ACCESS_MODE,
         },
         "table_rules": {
             "type": "string",
@@ -68,12 +69,14 @@ def compile_pattern(pattern: Any, key: str, flags: int = re.IGNORECASE) -> re.Pa
 class AccessRules:
     """The effective write permissions of a source."""
 
-    access_mode: str = "onlyRead"
+    access_mode: str = DEFAULT_ACCESS_MODE
     table_rules: tuple[tuple[re.Pattern[str], str], ...] = ()
 
     @classmethod
     def from_config(cls, config: JsonObject) -> AccessRules:
-        mode = config.get("access_mode", "onlyRead")
+        """The rules of a config; one that names no ``access_mode`` (not merged with the schema
+        defaults) gets the schema's default, the read-only mode."""
+        mode = config.get("access_mode", DEFAULT_ACCESS_MODE)
         if mode not in ACCESS_MODES:
             raise InvalidArguments(
                 f"Config 'access_mode' must be one of: {', '.join(ACCESS_MODES)}. "

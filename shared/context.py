@@ -17,7 +17,7 @@ import anyio.to_thread
 from . import _jsonio as jsonio
 from ._settings import Effective
 from ._tablefiles import TableFiles, uri_path
-from .declaration import Principal, ResourceRef
+from .declaration import MAX_ROWS_KEY, Principal, ResourceRef
 from .errors import (
     CREDENTIALS_MISSING_MESSAGE,
     AcpError,
@@ -141,8 +141,13 @@ class CallContext:
         model_view: ModelView | None = None,
         primary: bool = False,
     ) -> TableWriter:
-        """A streaming sink for one result table; use it inside :meth:`run_blocking`."""
+        """A streaming sink for one result table; use it inside :meth:`run_blocking`.
+
+        It stops at the effective ``max_rows`` config when the connector declares an extraction
+        cap (:attr:`~shared.declaration.Connector.max_rows`).
+        """
         settings = self.settings
+        cap = settings.config.get(MAX_ROWS_KEY)
         spread = settings.row_limit if settings.sampling == "spread" else 0
         writer = TableWriter(
             name,
@@ -159,6 +164,7 @@ class CallContext:
             model_view=model_view,
             primary=primary,
             cancelled=self.cancelled,
+            max_rows=int(cap) if cap is not None else None,
         )
         self._writers.append(writer)
         return writer

@@ -26,6 +26,18 @@ if TYPE_CHECKING:
     from .results import Extraction, Info
 
 ToolKind = Literal["extraction", "info"]
+MAX_ROWS_KEY = "max_rows"  # the config key of the extraction cap (Connector.max_rows)
+
+
+def max_rows_property(default: int) -> JsonObject:
+    """The ``max_rows`` config property published for a connector's extraction cap."""
+    return {
+        "type": "integer",
+        "title": "Maximum rows per extraction",
+        "description": "An extraction stops here and says so; the table keeps the rows up to the cap.",
+        "default": default,
+        "minimum": 1,
+    }
 
 
 @dataclass(frozen=True)
@@ -186,7 +198,12 @@ class Block:
 
 @dataclass(frozen=True)
 class Connector:
-    """Everything the core needs to serve one ACP source."""
+    """Everything the core needs to serve one ACP source.
+
+    ``max_rows`` declares an extraction cap: the core adds it to ``config_schema`` as the
+    ``max_rows`` property with this default (so a user can change it per source), and every
+    table of a call (``ctx.table()``) stops at the effective value and says so.
+    """
 
     id: str
     title: str
@@ -206,6 +223,14 @@ class Connector:
     translate_error: Callable[[BaseException], AcpError | None] | None = None
     open_world: bool = True
     block_timeout_s: float = 30.0
+    max_rows: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_rows is not None:
+            # The one definition of the cap's setting: its default reaches ctx.config like any other.
+            schema = self.config_schema or {"type": "object", "properties": {}, "required": []}
+            properties = {**schema.get("properties", {}), MAX_ROWS_KEY: max_rows_property(self.max_rows)}
+            object.__setattr__(self, "config_schema", {**schema, "properties": properties})
 
     @property
     def extraction_tools(self) -> list[str]:

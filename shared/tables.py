@@ -9,12 +9,16 @@ memory stays flat however large the extraction is.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import io
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -36,17 +40,28 @@ from .values import (
     normalize,
 )
 
+Row = Mapping[str, Any] | Sequence[Any]
 _NONFINITE = 256  # a float NaN/Infinity delivered as null
+_ISO_TEXTS, _ISO_SPACED = "iso", "iso-spaced"  # converter plan entries, next to the column types
 _BATCH = 2000  # rows converted and encoded together on the fast path
+_INFERRED_PASSES = {
+    "i": "v{i}.__class__ is int",
+    "f": "(v{i}.__class__ is float and v{i} - v{i} == 0)",
+    "s": "(v{i}.__class__ is str and not detect[{i}])",
+}
+_INFERRED_OTHER = "(temporal({i}, v{i}) if v{i}.__class__ is str else slow({i}, v{i}))"
+
+
+def _inferred_cell(passes: str) -> str:
+    """An inferred column passes ints, finite floats and (once it has seen a plain string) strings
+    unchecked only when it already has their kind; a first one takes the per-cell path, which
+    records it (the plan changes with the kinds, see TableWriter._plan)."""
+    checks = " or ".join(_INFERRED_PASSES[p] for p in passes)
+    return f"v{{i}} if ({checks}) else {_INFERRED_OTHER}" if checks else _INFERRED_OTHER
+
+
 # For each declared type: the expression that passes a driver's usual Python value in one type
 # check; anything else (None, NaN, strings to parse…) takes the general per-cell path.
-# An inferred column passes ints, finite floats and (once it has seen a plain string) strings;
-# the kinds it passes are recorded per batch from the input classes (see _record_kinds).
-_INFERRED_CELL = (
-    "v{i} if (v{i}.__class__ is int or (v{i}.__class__ is float and v{i} - v{i} == 0) "
-    "or (v{i}.__class__ is str and not detect[{i}])) "
-    "else (temporal({i}, v{i}) if v{i}.__class__ is str else slow({i}, v{i}))"
-)
 _FAST_CELL = {
     "integer": "v{i} if v{i}.__class__ is int else slow({i}, v{i})",
     "string": "v{i} if v{i}.__class__ is str else slow({i}, v{i})",
@@ -54,33 +69,75 @@ _FAST_CELL = {
     "json": "v{i} if v{i}.__class__ is dict else slow({i}, v{i})",
     "number": "v{i} if (v{i}.__class__ is int or (v{i}.__class__ is float and v{i} - v{i} == 0) "
     "or (v{i}.__class__ is Decimal and v{i}.is_finite())) else slow({i}, v{i})",
-    "date": "v{i}.isoformat() if v{i}.__class__ is date else slow({i}, v{i})",
-    "datetime": "v{i}.isoformat() if v{i}.__class__ is datetime and v{i}.tzinfo is None else slow({i}, v{i})",
+    # Dates and naive date-times stay objects: orjson writes them as isoformat() does, several
+    # times faster; the rows kept in memory get the text (see _isoformat_temporal).
+    "date": "v{i} if v{i}.__class__ is date else slow({i}, v{i})",
+    "datetime": "v{i} if v{i}.__class__ is datetime and v{i}.tzinfo is None else slow({i}, v{i})",
+    # An inferred column whose texts (or nulls) this batch are all ISO dates or date-times, already
+    # checked over the whole column (see _iso_kind): passed through, or given the "T" separator.
+    _ISO_TEXTS: "v{i}",
+    _ISO_SPACED: "v{i} if v{i} is None else v{i}.replace(' ', 'T', 1)",
 }
+_TEXT_OR_NULL = frozenset({str, type(None)})
+_ROW_SEQUENCES = frozenset({tuple, list})
 
 
-def _batch_converter(types: Sequence[ColumnType | None]) -> Callable[..., list[list[Any]]]:
-    """A function converting a batch of rows for these column types (None: inferred).
+def _iso_kind(texts: Sequence[str]) -> tuple[int, bool] | None:
+    """DATE when every text is "YYYY-MM-DD", DATETIME when every one is "YYYY-MM-DD[T ]HH:MM:SS"
+    (and whether any has the space), else None: the rule of ``_temporal_checker``, checked over a
+    column with a few passes in C instead of once a cell."""
+    if not texts or set(map(len, texts)) - {10, 19}:
+        return None
+    joined = "".join(texts)
+    count = len(texts)
+    try:
+        if len(joined) == 10 * count:
+            if joined[4::10] == joined[7::10] == "-" * count:
+                deque(map(dt.date.fromisoformat, texts), maxlen=0)
+                return DATE, False
+        elif len(joined) == 19 * count:
+            separators = joined[10::19]
+            if (
+                joined[4::19] == "-" * count
+                and joined[13::19] == joined[16::19] == ":" * count
+                and not separators.strip(" T")
+            ):
+                deque(map(dt.datetime.fromisoformat, texts), maxlen=0)
+                return DATETIME, " " in separators
+    except ValueError:
+        pass
+    return None
 
-    Generated once per table from the types alone (no name or value enters the source), it
-    converts a row without one Python call per cell: the 1M-row extraction benchmark spends
-    most of its Python time here.
+
+@functools.lru_cache(maxsize=256)
+def _batch_converter(plan: tuple[str, ...]) -> Callable[..., list[list[Any]]]:
+    """A function converting a batch of rows by a plan of one entry a column: its declared type,
+    _ISO_TEXTS / _ISO_SPACED (texts checked for this batch), or for other inferred columns "~" and
+    the classes it passes unchecked ("i" int, "f" float, "s" string).
+
+    Generated from the plan alone (no name or value enters the source) and cached by it, since
+    compiling one costs more than a small extraction; it converts a row without one Python call
+    per cell: the 1M-row extraction benchmark spends most of its Python time here.
     """
-    names = ", ".join(f"v{i}" for i in range(len(types)))
+    names = ", ".join(f"v{i}" for i in range(len(plan)))
     cells = ", ".join(
-        "(" + (_FAST_CELL[t] if t is not None else _INFERRED_CELL).format(i=i) + ")" for i, t in enumerate(types)
+        "(" + (_FAST_CELL[t] if t in _FAST_CELL else _inferred_cell(t[1:])).format(i=i) + ")"
+        for i, t in enumerate(plan)
     )
-    source = (
-        f"def convert(rows, slow, detect, temporal):\n"
-        f"    out = []\n"
-        f"    for {names}, in rows:\n"
-        f"        out.append([{cells}])\n"
-        f"    return out\n"
-    )
+    source = f"def convert(rows, slow, detect, temporal):\n    return [[{cells}] for {names}, in rows]\n"
     namespace: dict[str, Any] = {"Decimal": Decimal, "date": dt.date, "datetime": dt.datetime}
-    exec(compile(source, "<table-row-converter>", "exec"), namespace)  # noqa: S102 - source built from type names only
+    exec(compile(source, "<table-row-converter>", "exec"), namespace)  # noqa: S102 - source built from the plan only
     converter: Callable[..., list[list[Any]]] = namespace["convert"]
     return converter
+
+
+def _isoformat_temporal(rows: Iterable[list[Any]], indexes: Sequence[int]) -> None:
+    """The dates and date-times the fast path left as objects, as ISO text, in rows kept in memory."""
+    for row in rows:
+        for index in indexes:
+            value = row[index]
+            if value.__class__ is dt.date or value.__class__ is dt.datetime:
+                row[index] = value.isoformat()
 
 
 class CallCancelled(Exception):
@@ -128,6 +185,7 @@ class TableData:
     model_view: ModelView | None = None
     primary: bool = False
     warnings: list[str] = field(default_factory=list)
+    capped_at: int | None = None  # the max_rows that stopped the extraction; None: every row is here
 
     @property
     def columns(self) -> list[str]:
@@ -168,7 +226,16 @@ def _evenly(candidates: list[JsonObject], count: int) -> list[JsonObject]:
 
 
 class TableWriter:
-    """Accepts rows (mappings, or sequences after :meth:`set_columns`) and builds a :class:`TableData`."""
+    """Accepts rows (mappings, or sequences after :meth:`set_columns`) and builds a :class:`TableData`.
+
+    With ``max_rows`` the writer owns the extraction cap: it keeps the first ``max_rows`` rows,
+    drops the rest, and once more rows were offered it is :attr:`capped` and its table says so in
+    a warning. A row loop asks :meth:`fetch_size` how much to read next, so it reads at most one
+    row past the cap and stops at the source as soon as the table is complete::
+
+        while (size := writer.fetch_size(batch)) and (rows := cursor.fetchmany(size)):
+            writer.extend(rows)
+    """
 
     def __init__(
         self,
@@ -183,8 +250,10 @@ class TableWriter:
         model_view: ModelView | None = None,
         primary: bool = False,
         cancelled: threading.Event | None = None,
+        max_rows: int | None = None,
     ) -> None:
         self.name = name
+        self.max_rows = max_rows
         self.title = title
         self.description = description
         self.dates = list(dates) if dates is not None else None
@@ -203,7 +272,9 @@ class TableWriter:
         self._warnings: list[str] = []
         self._count = 0
         self._rows: list[list[Any]] | None = []
-        self._encoded: list[bytes] = []
+        # Inline: every row encoded so far, in lines that each start with ",\n". After the spill:
+        # the one batch being written, the same buffer reused so that its memory stays warm.
+        self._json = io.BytesIO()
         self._bytes = 1  # "[" and "]", minus the comma the first row does not need
         self._min_width = 0  # fewest columns any encoded row had: a lower count needs a rewrite
         self._path: Path | None = None
@@ -213,8 +284,11 @@ class TableWriter:
         self._spread: list[tuple[int, list[Any]]] = []
         self._last: tuple[int, list[Any]] | None = None
         self._finished = False
-        self._fast: Callable[..., list[list[Any]]] | None = None
+        self._fast = False  # sequences of the declared width take the batched path
         self._fast_width = 0
+        self._inferred: list[int] = []  # the columns without a declared type, for the fast path
+        self._temporal: list[int] = []  # declared date and datetime columns, objects on the fast path
+        self._capped = False
         if columns:
             self.set_columns(columns)
 
@@ -233,7 +307,9 @@ class TableWriter:
                 extra = {k: str(v) for k, v in column.items() if k in ("role", "description")}
                 self._add_column(column["name"], declared, extra)
         if self._names:
-            self._fast = _batch_converter(self._declared)
+            self._inferred = [i for i, declared in enumerate(self._declared) if declared is None]
+            self._temporal = [i for i, declared in enumerate(self._declared) if declared in ("date", "datetime")]
+            self._fast = True
             self._fast_width = len(self._names)
             self._temporal_check = self._temporal_checker()
 
@@ -254,10 +330,54 @@ class TableWriter:
         self._failed.append(False)
         return len(self._names) - 1
 
+    # -- the extraction cap --------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        """Rows kept so far (never more than ``max_rows``)."""
+        return self._count
+
+    @property
+    def capped(self) -> bool:
+        """More rows than ``max_rows`` were offered: the table is complete at the cap; stop fetching."""
+        return self._capped
+
+    def fetch_size(self, batch: int) -> int:
+        """How many rows a row loop should fetch next: ``batch``, fewer near the cap, 0 once capped.
+
+        It asks for one row past ``max_rows``: that row tells a result of exactly ``max_rows`` rows
+        (nothing cut) from a longer one, and is dropped.
+        """
+        if self.max_rows is None:
+            return batch
+        if self._capped:
+            return 0
+        return min(batch, self.max_rows - self._count + 1)
+
+    def _within_cap(self, rows: Iterable[Row]) -> Iterable[Row]:
+        assert self.max_rows is not None
+        room = max(self.max_rows - self._count, 0)
+        if isinstance(rows, (list, tuple)):
+            if len(rows) > room:
+                self._capped = True
+                return rows[:room]
+            return rows
+        return self._take(rows, room)
+
+    def _take(self, rows: Iterable[Row], room: int) -> Iterator[Row]:
+        for row in rows:
+            if room == 0:
+                self._capped = True
+                return
+            room -= 1
+            yield row
+
     # -- rows ----------------------------------------------------------------------------
-    def append(self, row: Mapping[str, Any] | Sequence[Any]) -> None:
+    def append(self, row: Row) -> None:
         if self._cancelled.is_set():
             raise CallCancelled
+        if self.max_rows is not None and self._count >= self.max_rows:
+            self._capped = True
+            return
         if isinstance(row, Mapping):
             values: list[Any] = [None] * len(self._names)
             for key, value in row.items():
@@ -272,45 +392,82 @@ class TableWriter:
             values = [self._cell(i, v) for i, v in enumerate(row)]
         self._store(values)
 
-    def extend(self, rows: Iterable[Mapping[str, Any] | Sequence[Any]]) -> None:
+    def extend(self, rows: Iterable[Row]) -> None:
         """Append many rows; tuples or lists of declared columns take a batched fast path."""
-        convert_batch = self._fast
-        if convert_batch is None or self._fast_width != len(self._names):
+        if self.max_rows is not None:
+            rows = self._within_cap(rows)
+        if not self._fast or self._fast_width != len(self._names):
             for row in rows:
                 self.append(row)
             return
         width = self._fast_width
+        if type(rows) is list and set(map(type, rows)) <= _ROW_SEQUENCES and set(map(len, rows)) <= {width}:
+            for start in range(0, len(rows), _BATCH):  # a driver's fetchmany: checked in C, not row by row
+                self._convert_and_store(rows[start : start + _BATCH])
+            return
         batch: list[Sequence[Any]] = []
         for row in rows:
             if (type(row) is tuple or type(row) is list) and len(row) == width:
                 batch.append(row)
                 if len(batch) >= _BATCH:
-                    self._convert_and_store(convert_batch, batch)
+                    self._convert_and_store(batch)
                     batch = []
             else:
-                self._convert_and_store(convert_batch, batch)
+                self._convert_and_store(batch)
                 batch = []
                 self.append(row)
-        self._convert_and_store(convert_batch, batch)
+        self._convert_and_store(batch)
 
-    def _convert_and_store(self, convert_batch: Callable[..., list[list[Any]]], batch: list[Sequence[Any]]) -> None:
+    def _convert_and_store(self, batch: list[Sequence[Any]]) -> None:
         if not batch:
             return
         if self._cancelled.is_set():
             raise CallCancelled
+        convert_batch = _batch_converter(self._plan(batch))
         converted = convert_batch(batch, self._cell, self._detect, self._temporal_check)
-        self._record_kinds(batch)
         self._store_batch(converted, width=self._fast_width)
+
+    def _plan(self, batch: list[Sequence[Any]]) -> tuple[str, ...]:
+        """The converter plan of a batch (see _batch_converter): for each inferred column, either its
+        texts checked here as ISO dates over the whole column, or the classes whose kinds it has."""
+        plan: list[str] = [t or "" for t in self._declared]
+        for index in self._inferred:
+            kinds = self._kinds[index]
+            if self._detect[index] and not kinds & ~(DATE | DATETIME | _NONFINITE):
+                iso = self._iso_texts(batch, index)
+                if iso is not None:
+                    kind, spaced = iso
+                    self._kinds[index] |= kind
+                    plan[index] = _ISO_SPACED if spaced else _ISO_TEXTS
+                    continue
+            passes = "i" if kinds & INTEGER else ""
+            passes += "f" if kinds & NUMBER else ""
+            passes += "s" if kinds & STRING else ""
+            plan[index] = "~" + passes
+        return tuple(plan)
+
+    @staticmethod
+    def _iso_texts(batch: list[Sequence[Any]], index: int) -> tuple[int, bool] | None:
+        """Whether a column's texts (and nulls) in this batch are all ISO dates or date-times: the
+        rule of :meth:`_temporal_checker`, checked over the column in C rather than once a cell."""
+        values = list(map(itemgetter(index), batch))
+        classes = set(map(type, values))
+        if str not in classes or not classes <= _TEXT_OR_NULL:
+            return None
+        return _iso_kind(values if len(classes) == 1 else [v for v in values if v is not None])
 
     def _temporal_checker(self) -> Callable[[int, str], Any]:
         """For a string in a column still being tested for dates: the common ISO shapes, checked
         without a regex. SQLite and CSV-like sources deliver dates as text, and a million of them
         through the general path took seconds. Anything unusual still takes the general path.
         (A closure over locals: it runs once per cell.)"""
-        kinds, general = self._kinds, self._cell
+        kinds, detect, general = self._kinds, self._detect, self._cell
         parse_date, parse_datetime = dt.date.fromisoformat, dt.datetime.fromisoformat
 
         def check(index: int, text: str) -> Any:
+            if not detect[index]:  # a plain string made it a string column earlier in this batch
+                kinds[index] |= STRING
+                return text
             size = len(text)
             if size == 10 and text[4] == "-" and text[7] == "-":
                 try:
@@ -329,21 +486,6 @@ class TableWriter:
             return general(index, text)
 
         return check
-
-    def _record_kinds(self, batch: list[Sequence[Any]]) -> None:
-        """Kinds of the cells the generated converter passed through without a call."""
-        for index, declared in enumerate(self._declared):
-            if declared is not None:
-                continue
-            classes = {row[index].__class__ for row in batch}
-            if int in classes:
-                self._kinds[index] |= INTEGER
-            if float in classes and any(
-                row[index].__class__ is float and row[index] - row[index] == 0 for row in batch
-            ):
-                self._kinds[index] |= NUMBER
-            if str in classes and not self._detect[index]:
-                self._kinds[index] |= STRING
 
     def _cell(self, index: int, value: Any) -> Any:
         declared = self._declared[index]
@@ -375,33 +517,36 @@ class TableWriter:
         first = self._count
         self._count += len(batch)
         head_room = self._budget.head_rows - len(self._head)
-        if head_room > 0:
-            self._head.extend(batch[:head_room])
+        kept = batch[:head_room] if head_room > 0 else []
+        self._head.extend(kept)
         if self._budget.spread_rows:
-            for offset, values in enumerate(batch):
-                index = first + offset
-                if index % self._stride == 0:
-                    self._spread.append((index, values))
-                    if len(self._spread) > 2 * self._budget.spread_rows:
-                        self._spread = self._spread[::2]
-                        self._stride *= 2
+            # Every row whose index is a multiple of the stride, visited by jumps (the stride
+            # doubles, and the candidates halve, whenever they pass twice the budget).
+            index = -(-first // self._stride) * self._stride
+            while index < self._count:
+                self._spread.append((index, batch[index - first]))
+                kept.append(batch[index - first])
+                if len(self._spread) > 2 * self._budget.spread_rows:
+                    self._spread = self._spread[::2]
+                    self._stride *= 2
+                index = (index // self._stride + 1) * self._stride
             self._last = (self._count - 1, batch[-1])
+            kept.append(batch[-1])
+        if self._temporal:
+            _isoformat_temporal(batch if self._file is None else kept, self._temporal)
         narrowest = width if width is not None else min(len(v) for v in batch)
         if first == 0 or narrowest < self._min_width:
             self._min_width = narrowest
-        encoded = jsonio.dumps_rows(self._names, batch)
-        # One bytes object per batch: each small result of orjson.dumps holds kilobytes of
-        # allocation, so keeping them row by row made narrow tables cost gigabytes.
-        chunk = b",\n".join(encoded)
-        size = len(chunk) - len(encoded) + 2  # as inline JSON: one comma (or bracket) per row
-        del encoded
+        buffer = self._json
         if self._file is not None:
-            self._file.write(b",\n")
-            self._file.write(chunk)
+            buffer.seek(0)
+        size = jsonio.write_rows(buffer, self._names, batch)
+        if self._file is not None:
+            with buffer.getbuffer() as view, view[: buffer.tell()] as encoded:
+                self._file.write(encoded)
             return
         assert self._rows is not None
         self._rows.extend(batch)
-        self._encoded.append(chunk)
         self._bytes += size
         if self._bytes > self._budget.inline_max_bytes:
             self._spill()
@@ -409,9 +554,11 @@ class TableWriter:
     def _spill(self) -> None:
         path, handle = self._files.create()
         self._path, self._file = path, handle
-        handle.write(b"[\n")
-        handle.write(b",\n".join(self._encoded))
-        self._rows, self._encoded = None, []
+        end = self._json.tell()
+        with self._json.getbuffer() as view, view[1:end] as encoded:
+            handle.write(b"[")  # and the first line's separator without its comma
+            handle.write(encoded)
+        self._rows = None
 
     # -- finish --------------------------------------------------------------------------
     def discard(self) -> None:
@@ -424,7 +571,9 @@ class TableWriter:
             self._path.unlink(missing_ok=True)
             self._path = None
 
-    def finish(self) -> TableData:
+    def finish(self, result_rows: int | None = None) -> TableData:
+        """The finished table. ``result_rows``: how many rows the whole result has, when the source
+        says (a BigQuery job does); the ``max_rows`` warning names it."""
         if self._finished:
             raise RuntimeError("table already finished")
         self._finished = True
@@ -457,7 +606,7 @@ class TableWriter:
             self._file = None
             if fixers or self._min_width < width:
                 self._rewrite_file(fix)
-        self._rows, self._encoded = None, []
+        self._rows, self._json = None, io.BytesIO()
 
         def as_dict(values: list[Any]) -> JsonObject:
             return dict(zip(self._names, fix(values), strict=True))
@@ -478,8 +627,22 @@ class TableWriter:
             dates=self.dates,
             model_view=self.model_view,
             primary=self.primary,
-            warnings=self._warnings + self._type_warnings(types),
+            warnings=self._cap_warnings(result_rows) + self._warnings + self._type_warnings(types),
+            capped_at=self.max_rows if self._capped else None,
         )
+
+    def _cap_warnings(self, result_rows: int | None) -> list[str]:
+        if not self._capped:
+            return []
+        size = (
+            f"{result_rows} rows, more than max_rows ({self.max_rows})"
+            if result_rows is not None
+            else f"more than max_rows ({self.max_rows}) rows"
+        )
+        return [
+            f"The result has {size}; the extraction stopped there. Add filters or aggregate, or ask the user "
+            "to raise max_rows."
+        ]
 
     def _final_type(self, index: int) -> ColumnType:
         declared = self._declared[index]
@@ -528,17 +691,17 @@ class TableWriter:
         old_path = self._path
         new_path, handle = self._files.create()
         with handle, old_path.open("rb") as source:
-            handle.write(b"[\n")
+            handle.write(b"[")
             first = True
-            for raw_line in source:
+            for raw_line in source:  # line by line, so memory stays flat however large the file
                 line = raw_line.strip().rstrip(b",")
                 if line in (b"[", b"]", b""):
                     continue
-                record = jsonio.loads_exact(line)
-                values = fix([record.get(n) for n in self._names])
-                if not first:
-                    handle.write(b",\n")
-                handle.write(jsonio.dumps(dict(zip(self._names, values, strict=True))))
+                rows = [fix([record.get(n) for n in self._names]) for record in jsonio.loads_line(line)]
+                encoded = io.BytesIO()
+                jsonio.write_rows(encoded, self._names, rows)
+                with encoded.getbuffer() as view, view[1 if first else 0 :] as lines:
+                    handle.write(lines)  # the first line's separator without its comma
                 first = False
             handle.write(b"\n]\n")
         os.replace(new_path, old_path)

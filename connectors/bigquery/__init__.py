@@ -14,7 +14,7 @@ from shared.access import config_properties
 from . import api, resources
 from .blocks import BLOCKS
 from .cost import DEFAULT_PRICE_PER_TIB_USD
-from .tools import DEFAULT_JOB_TIMEOUT_S, DEFAULT_MAX_ROWS, TOOLS
+from .tools import DEFAULT_JOB_TIMEOUT_S, MAX_ROWS, TOOLS
 
 __version__ = "0.1.0"
 
@@ -60,13 +60,6 @@ CONFIG_SCHEMA = {
             "default": DEFAULT_JOB_TIMEOUT_S,
             "minimum": 1,
             "maximum": 21600,
-        },
-        "max_rows": {
-            "type": "integer",
-            "title": "Maximum rows per extraction",
-            "description": "An extraction stops here and says so; the table keeps the rows up to the cap.",
-            "default": DEFAULT_MAX_ROWS,
-            "minimum": 1,
         },
         "session_budget_usd": {
             "type": "number",
@@ -128,4 +121,5 @@ CONNECTOR = Connector(
     ),
     autocontext_ttl_s=21600,
     translate_error=api.translate,
+    max_rows=MAX_ROWS,
 )

@@ -31,7 +31,6 @@ from shared.sql import date_literals
 
 from . import api
 from .cost import (
-    DEFAULT_PRICE_PER_TIB_USD,
     RESERVED_KEY,
     SPENT_KEY,
     Preflight,
@@ -45,7 +44,7 @@ from .resources import api_settings, date_shards
 from .sqlcheck import allowed_patterns, check_allowed, reads_in_sql, split_table
 
 DEFAULT_JOB_TIMEOUT_S = 600
-DEFAULT_MAX_ROWS = 5_000_000
+MAX_ROWS = 5_000_000
 PAGE_SIZE = 20_000  # rows per getQueryResults page: bounded memory, few round trips
 _SQL_IN_DESCRIPTION = 300
 _LABEL_VALUE = re.compile(r"[^a-z0-9_-]")
@@ -62,11 +61,11 @@ def labels(ctx: CallContext, tool: str) -> dict[str, str]:
 
 
 def _price(ctx: CallContext) -> float:
-    return float(ctx.config.get("price_per_tib_usd", DEFAULT_PRICE_PER_TIB_USD))
+    return float(ctx.config["price_per_tib_usd"])
 
 
 def _job_timeout_s(ctx: CallContext) -> float:
-    return float(ctx.config.get("job_timeout_s", DEFAULT_JOB_TIMEOUT_S))
+    return float(ctx.config["job_timeout_s"])
 
 
 def _default_dataset(ref: ResourceRef) -> str | None:
@@ -142,25 +141,17 @@ async def execute_query(arguments: dict[str, Any], ctx: CallContext) -> Extracti
     preflight.check()
 
     cap = maximum_bytes_billed(preflight.allowance_usd, preflight.price_per_tib_usd)
-    max_rows = int(ctx.config.get("max_rows", DEFAULT_MAX_ROWS))
     job_id = f"acp_{uuid.uuid4().hex}"
     job_labels = labels(ctx, "execute_query")
-    capped = threading.Event()
 
     def run() -> tuple[TableData, api.JobOutcome]:
-        writer = ctx.table(title=f"BigQuery · {ref.id}")
-        written = 0
+        writer = ctx.table(title=f"BigQuery · {ref.id}")  # stops at max_rows, with its warning
 
         def on_page(rows: Any, seen: int, total: int) -> bool:
-            nonlocal written
-            room = max_rows - written
-            if len(rows) > room:
-                rows = rows[:room]
-                capped.set()
             writer.extend(rows)
-            written += len(rows)
-            ctx.progress(min(seen, max_rows), min(total, max_rows), f"{written} of {total} rows read")
-            return not capped.is_set()
+            expected = min(total, writer.max_rows or total)
+            ctx.progress(min(seen, expected), expected, f"{writer.row_count} of {total} rows read")
+            return not writer.capped
 
         outcome = api.run_query(
             settings,
@@ -175,7 +166,7 @@ async def execute_query(arguments: dict[str, Any], ctx: CallContext) -> Extracti
             on_schema=lambda fields: writer.set_columns(headers(fields)),
             on_page=on_page,
         )
-        return writer.finish(), outcome
+        return writer.finish(result_rows=outcome.total_rows), outcome
 
     def cancel_job() -> None:
         # Called on the event loop when the call is cancelled: the HTTP call goes to a thread.
@@ -198,12 +189,6 @@ async def execute_query(arguments: dict[str, Any], ctx: CallContext) -> Extracti
 
     actual_usd = usd(outcome.total_bytes_billed, preflight.price_per_tib_usd)
     ctx.conversation[SPENT_KEY] = ctx.conversation.get(SPENT_KEY, 0.0) + actual_usd
-    warnings = []
-    if capped.is_set():
-        warnings.append(
-            f"The result has {outcome.total_rows} rows, more than max_rows ({max_rows}); the extraction stopped "
-            "there. Aggregate or filter, or ask the user to raise max_rows."
-        )
     source: dict[str, Any] = {
         "api": "bigquery.jobs",
         "job_id": outcome.job_id,
@@ -223,7 +208,6 @@ async def execute_query(arguments: dict[str, Any], ctx: CallContext) -> Extracti
         dates=date_literals(sql, "bigquery") or None,
         title=f"BigQuery · {ref.id}",
         extra={"bytes_processed": outcome.total_bytes_processed, "cache_hit": outcome.cache_hit},
-        warnings=warnings,
         source=source,
         cost_estimate_usd=round(preflight.estimate_usd, 6),
         cost_actual_usd=round(actual_usd, 6),

@@ -14,7 +14,7 @@ from shared.access import config_properties
 from . import resources
 from .blocks import BLOCKS
 from .engine import engine_for, translate_any
-from .tools import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, TOOLS
+from .tools import DEFAULT_TIMEOUT_S, MAX_ROWS, TOOLS
 
 __version__ = "0.2.0"
 
@@ -120,13 +120,6 @@ CONFIG_SCHEMA = {
             "minimum": 1,
             "maximum": 86400,
         },
-        "max_rows": {
-            "type": "integer",
-            "title": "Maximum rows per extraction",
-            "description": "An extraction stops here and says so; the table keeps the rows up to the cap.",
-            "default": DEFAULT_MAX_ROWS,
-            "minimum": 1,
-        },
     },
     "required": [],
 }
@@ -175,4 +168,5 @@ CONNECTOR = Connector(
     autocontext_ttl_s=21600,
     translate_error=translate_any,
     open_world=False,
+    max_rows=MAX_ROWS,
 )

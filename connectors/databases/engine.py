@@ -80,9 +80,8 @@ class Location:
 
 @dataclass
 class QueryOutcome:
-    """What the extraction loop learnt: whether ``max_rows`` stopped it."""
+    """What the extraction loop learnt beyond the rows: the engine's warnings."""
 
-    capped: bool = False
     warnings: list[str] = field(default_factory=list)
 
 
@@ -112,10 +111,9 @@ class Connection(ABC):
     def alive(self) -> bool: ...
 
     @abstractmethod
-    def stream(
-        self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float, max_rows: int
-    ) -> QueryOutcome:
-        """Run one read-only query and stream its rows (with typed headers) into ``writer``."""
+    def stream(self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float) -> QueryOutcome:
+        """Run one read-only query and stream its rows (with typed headers) into ``writer``, reading
+        no more than ``writer.fetch_size`` allows: the writer owns the ``max_rows`` cap."""
 
     # -- catalog ------------------------------------------------------------------------------
     @abstractmethod

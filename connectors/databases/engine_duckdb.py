@@ -366,28 +366,19 @@ class Database(Connection):
         *,
         schema: str | None,
         timeout_s: float,
-        max_rows: int,
         batch: int = _BATCH,
     ) -> QueryOutcome:
         """Run one SELECT and stream its rows, with typed headers, into ``writer``."""
-        outcome = QueryOutcome()
         with self.use:
             statement = single_select(self.conn, sql)  # the driver layer: DuckDB's own parser
             self._set_schema(schema)
             with self.budget(timeout_s):
                 cursor = self.conn.execute(statement)
                 writer.set_columns(headers_of(cursor.description))
-                written = 0
-                while rows := cursor.fetchmany(batch):
-                    room = max_rows - written
-                    if len(rows) > room:
-                        writer.extend(rows[:room])
-                        outcome.capped = True
-                        break
+                while (size := writer.fetch_size(batch)) and (rows := cursor.fetchmany(size)):
                     writer.extend(rows)
-                    written += len(rows)
                     self._check_stop()
-        return outcome
+        return QueryOutcome()
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self.use:

@@ -559,7 +559,7 @@ class MysqlConnection(Connection):
 
     # -- queries ----------------------------------------------------------------------------------
     def stream(
-        self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float, max_rows: int, batch: int = 5000
+        self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float, batch: int = 5000
     ) -> QueryOutcome:
         """Run one read-only query on a server-side (unbuffered) cursor into ``writer``."""
         outcome = QueryOutcome()
@@ -586,19 +586,10 @@ class MysqlConnection(Connection):
                 cursor.execute(sql)
                 headers, binary = _headers(cursor, json_columns)
                 writer.set_columns(headers)
-                written = 0
-                while True:
-                    want = min(batch, max_rows - written + 1)
-                    rows = cursor.fetchmany(want)
-                    finished = len(rows) < want
-                    if len(rows) > max_rows - written:
-                        writer.extend(rows[: max_rows - written])
-                        outcome.capped = True
-                        break
+                while not finished and (size := writer.fetch_size(batch)):
+                    rows = cursor.fetchmany(size)
+                    finished = len(rows) < size
                     writer.extend(rows)
-                    written += len(rows)
-                    if finished:
-                        break
                 if finished and time.monotonic() - started >= 0.9 * timeout_s:
                     self._check_interrupted(cursor)
             except pymysql.err.MySQLError as exc:

@@ -188,10 +188,8 @@ class PostgresConnection(Connection):
 
     # -- queries ------------------------------------------------------------------------------
     def stream(
-        self, sql_text: str, writer: TableWriter, *, schema: str | None, timeout_s: float, max_rows: int,
-        batch: int = 5000,
-    ) -> QueryOutcome:  # fmt: skip
-        outcome = QueryOutcome()
+        self, sql_text: str, writer: TableWriter, *, schema: str | None, timeout_s: float, batch: int = 5000
+    ) -> QueryOutcome:
         try:
             with self._conn.cursor() as setup:
                 self._begin(setup, timeout_s, schema)
@@ -204,17 +202,11 @@ class PostgresConnection(Connection):
                     kind = _column_type(column.type_code)
                     columns.append({"name": column.name, "type": kind} if kind else column.name)
                 writer.set_columns(columns)
-                written = 0
-                while rows := cursor.fetchmany(min(batch, max_rows - written + 1)):
-                    if written + len(rows) > max_rows:
-                        writer.extend(rows[: max_rows - written])
-                        outcome.capped = True
-                        break
+                while (size := writer.fetch_size(batch)) and (rows := cursor.fetchmany(size)):
                     writer.extend(rows)
-                    written += len(rows)
         finally:
             self._conn.rollback()  # reads never commit
-        return outcome
+        return QueryOutcome()
 
     # -- catalog -------------------------------------------------------------------------------
     def databases(self) -> list[str]:

@@ -179,23 +179,15 @@ class Database(Connection):
 
     # -- queries ------------------------------------------------------------------------------
     def stream(
-        self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float, max_rows: int, batch: int = 2000
+        self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float, batch: int = 2000
     ) -> QueryOutcome:
         """Run one query and stream its rows into ``writer`` (types inferred from the values)."""
-        outcome = QueryOutcome()
         with self.budget(timeout_s):
             cursor = self.conn.execute(sql)
             writer.set_columns([d[0] for d in cursor.description or ()])
-            written = 0
-            while rows := cursor.fetchmany(batch):
-                room = max_rows - written
-                if len(rows) > room:
-                    writer.extend(rows[:room])
-                    outcome.capped = True
-                    break
+            while (size := writer.fetch_size(batch)) and (rows := cursor.fetchmany(size)):
                 writer.extend(rows)
-                written += len(rows)
-        return outcome
+        return QueryOutcome()
 
     # -- catalog -------------------------------------------------------------------------------
     def databases(self) -> list[str]:

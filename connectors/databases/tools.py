@@ -15,7 +15,7 @@ from .engine import Connection, QueryOutcome
 
 _SQL_IN_DESCRIPTION = 300
 DEFAULT_TIMEOUT_S = 300
-DEFAULT_MAX_ROWS = 2_000_000
+MAX_ROWS = 2_000_000
 
 
 async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
@@ -23,27 +23,21 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
     ref = ctx.require_resource()
     engine, location = locate(ctx, ref)
     policy = policy_of(ctx)
-    timeout_s = float(ctx.config.get("statement_timeout_s", DEFAULT_TIMEOUT_S))
-    max_rows = int(ctx.config.get("max_rows", DEFAULT_MAX_ROWS))
+    timeout_s = float(ctx.config["statement_timeout_s"])
 
     def run(conn: Connection) -> tuple[Any, list[str], QueryOutcome]:
         dates = engine.check_sql(sql)  # the parser layer, before the engine's own layers
         policy.on(conn, engine).check_query(sql, location.schema)
-        writer = ctx.table()
-        outcome = conn.stream(sql, writer, schema=location.schema, timeout_s=timeout_s, max_rows=max_rows)
+        writer = ctx.table()  # stops at max_rows, with its warning
+        outcome = conn.stream(sql, writer, schema=location.schema, timeout_s=timeout_s)
         return writer.finish(), dates, outcome
 
     table, dates, outcome = await with_connection(ctx, location.database, run)
-    warnings = list(outcome.warnings)
     source: dict[str, Any] = {"engine": engine.name, "database": location.database}
     if location.schema:
         source["schema"] = location.schema
-    if outcome.capped:
-        warnings.append(
-            f"The result has more than max_rows ({max_rows}) rows; the extraction stopped there. Add filters or "
-            "aggregate, or ask the user to raise max_rows."
-        )
-        source.update(truncated=True, max_rows=max_rows)
+    if table.capped_at is not None:
+        source.update(truncated=True, max_rows=table.capped_at)
     shown_sql = sql if len(sql) <= _SQL_IN_DESCRIPTION else sql[: _SQL_IN_DESCRIPTION - 1] + "…"
     path = ctx.require_credentials().get("path")
     where = f"{Path(str(path)).name} ({location.database})" if path else location.database
@@ -54,7 +48,7 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
         description=f"{engine.title} database {where}. SQL: {' '.join(shown_sql.split())}",
         dates=dates or None,
         title=f"{engine.title} · {ref.id}",
-        warnings=warnings,
+        warnings=outcome.warnings,
         source=source,
     )
 

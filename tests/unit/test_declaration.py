@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from shared import table_ref_input
+from shared import Connector, Credentials, Resources, table_ref_input
+from shared.declaration import max_rows_property
+
+_DECLARATION = {
+    "id": "toy",
+    "title": "Toy",
+    "version": "0",
+    "description": "A test declaration.",
+    "instructions": "None.",
+    "credentials": Credentials.none(),
+    "resources": Resources.none(),
+    "tools": (),
+}
 
 
 def test_table_ref_input_declares_one_required_host_table_argument() -> None:
@@ -14,3 +26,16 @@ def test_table_ref_input_declares_one_required_host_table_argument() -> None:
     first, second = table_ref_input(), table_ref_input()
     assert first == second and first is not second  # a fresh dict per tool: no declaration shares mutable state
     assert "host" in first["properties"]["table_ref"]["description"]
+
+
+def test_max_rows_is_published_once_as_a_config_property_with_the_connectors_default() -> None:
+    own = {"type": "object", "properties": {"region": {"type": "string", "default": "eu"}}, "required": []}
+    capped = Connector(**_DECLARATION, config_schema=own, max_rows=1234)
+    assert capped.config_schema is not None
+    assert list(capped.config_schema["properties"]) == ["region", "max_rows"]
+    assert capped.config_schema["properties"]["max_rows"] == max_rows_property(1234)
+    assert max_rows_property(1234)["default"] == 1234 and max_rows_property(1234)["minimum"] == 1
+    assert own["properties"] == {"region": {"type": "string", "default": "eu"}}  # the declaration is not changed
+    bare = Connector(**_DECLARATION, max_rows=5)
+    assert bare.config_schema == {"type": "object", "properties": {"max_rows": max_rows_property(5)}, "required": []}
+    assert Connector(**_DECLARATION, config_schema=own).config_schema is own  # no cap declared: no property

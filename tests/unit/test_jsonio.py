@@ -128,3 +128,20 @@ def test_loads_round_trips_dumps_for_plain_values():
 def test_loads_rejects_invalid_json():
     with pytest.raises(orjson.JSONDecodeError):
         jsonio.loads(b"{not json}")
+
+
+def test_write_rows_writes_lines_of_exact_objects_and_returns_their_inline_size():
+    import io
+
+    names = ["n", "d"]
+    rows = [[i, Decimal("0.10")] for i in range(jsonio.ROWS_PER_LINE + 3)] + [[2**70, None], [7]]
+    out = io.BytesIO()
+    size = jsonio.write_rows(out, names, rows)
+    data = out.getvalue()
+    assert data.startswith(jsonio.LINE_SEPARATOR)
+    assert data.count(b"\n") == 2  # two lines: a full one, then the rest
+    text = b"[" + data[len(jsonio.LINE_SEPARATOR) - 1 :] + b"]"
+    expected = [{"n": i, "d": Decimal("0.10")} for i in range(jsonio.ROWS_PER_LINE + 3)]
+    assert parse_exact(text) == [*expected, {"n": 2**70, "d": None}, {"n": 7}]  # a short row leaves names out
+    inline = jsonio.dumps([dict(zip(names, r, strict=False)) for r in rows])
+    assert size == len(inline) - 1  # what the rows take as inline JSON: one comma or bracket a row

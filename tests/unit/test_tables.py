@@ -667,3 +667,182 @@ def test_read_table_file_rejects_non_array(tmp_path):
     path.write_text('{"a": 1}')
     with pytest.raises(ValueError):
         read_table_file(path)
+
+
+# -- the extraction cap (max_rows) ------------------------------------------------------------
+
+
+def _loop(writer, rows, batch):
+    """The engines' row loop, over a list standing in for a cursor; returns how many rows it read."""
+    cursor = iter(rows)
+    read = 0
+    while (size := writer.fetch_size(batch)) and (chunk := list(itertools.islice(cursor, size))):
+        read += len(chunk)
+        writer.extend(chunk)
+    return read
+
+
+@pytest.mark.parametrize("batch", [1, 3, 7, 100])
+def test_max_rows_keeps_the_first_rows_reads_one_past_the_cap_and_warns(make_writer, batch):
+    writer = make_writer(columns=["n"], max_rows=10)
+    read = _loop(writer, [(i,) for i in range(1000)], batch)
+    assert read == 11  # one row past the cap tells "more than max_rows" from "exactly max_rows"
+    assert writer.capped and writer.fetch_size(batch) == 0
+    table = writer.finish()
+    assert column(table, "n") == list(range(10)) and table.row_count == 10
+    assert table.capped_at == 10
+    assert table.warnings[0] == (
+        "The result has more than max_rows (10) rows; the extraction stopped there. Add filters or aggregate, "
+        "or ask the user to raise max_rows."
+    )
+
+
+@pytest.mark.parametrize("total", [9, 10])
+def test_a_result_that_fits_max_rows_is_not_capped(make_writer, total):
+    writer = make_writer(columns=["n"], max_rows=10)
+    assert _loop(writer, [(i,) for i in range(total)], 4) == total
+    assert not writer.capped
+    table = writer.finish()
+    assert table.row_count == total and table.capped_at is None
+    assert not any("max_rows" in w for w in table.warnings)
+
+
+def test_max_rows_caps_append_mappings_and_generators(make_writer):
+    writer = make_writer(max_rows=3)
+    writer.append({"a": 1})
+    writer.extend({"a": i} for i in range(2, 10))  # a generator is cut lazily, not read to the end
+    assert writer.capped and writer.row_count == 3
+    writer.append({"a": 99})
+    table = writer.finish()
+    assert column(table, "a") == [1, 2, 3]
+
+
+def test_max_rows_warning_names_the_result_size_the_source_reported(make_writer):
+    writer = make_writer(columns=["n"], max_rows=2)
+    writer.extend([(1,), (2,), (3,)])
+    table = writer.finish(result_rows=1234)
+    assert table.warnings[0].startswith("The result has 1234 rows, more than max_rows (2);")
+
+
+def test_without_max_rows_nothing_is_cut(make_writer):
+    writer = make_writer(columns=["n"])
+    assert writer.fetch_size(500) == 500
+    writer.extend([(i,) for i in range(5000)])
+    assert not writer.capped and writer.finish().row_count == 5000
+
+
+# -- the batched path: sampling, ISO texts, converters, file lines --------------------------------
+
+
+def _reference_spread(total: int, budget: int) -> list[int]:
+    """The spread candidates row by row: every index that is a multiple of the stride, the stride
+    doubling (and the candidates halving) whenever they pass twice the budget."""
+    picked: list[int] = []
+    stride = 1
+    for index in range(total):
+        if index % stride == 0:
+            picked.append(index)
+            if len(picked) > 2 * budget:
+                picked = picked[::2]
+                stride *= 2
+    return picked
+
+
+@pytest.mark.parametrize(("total", "budget", "chunk"), [(10_000, 25, 2000), (7_777, 5, 333), (4_100, 7, 1)])
+def test_spread_samples_are_the_same_however_the_rows_arrive(make_writer, total, budget, chunk):
+    writer = make_writer(columns=["i"], head=1, spread=budget)
+    rows = [(i,) for i in range(total)]
+    for start in range(0, total, chunk):
+        writer.extend(rows[start : start + chunk])
+    table = writer.finish()
+    expected = _reference_spread(total, budget)
+    if expected[-1] != total - 1:
+        expected.append(total - 1)  # the last row is always a candidate
+    assert [row["i"] for row in table.spread] == expected
+
+
+def _text_column(make_writer, texts, chunk=2000):
+    writer = make_writer(columns=["t"])
+    rows = [(t,) for t in texts]
+    for start in range(0, len(rows), chunk):
+        writer.extend(rows[start : start + chunk])
+    return writer.finish()
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 2000])
+def test_iso_texts_checked_a_batch_at_a_time_type_the_column_as_row_by_row(make_writer, chunk):
+    days = [f"2024-{m:02d}-{d:02d}" for m in range(1, 13) for d in range(1, 29)]
+    dates = _text_column(make_writer, [*days, None, *days], chunk)
+    assert types_of(dates) == {"t": "date"}
+    assert column(dates, "t") == [*days, None, *days]
+    spaced = [f"{day} 12:{i % 60:02d}:00" for i, day in enumerate(days)]
+    times = _text_column(make_writer, [spaced[0].replace(" ", "T"), *spaced], chunk)
+    assert types_of(times) == {"t": "datetime"}
+    assert column(times, "t") == [t.replace(" ", "T") for t in [spaced[0], *spaced]]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    ["2021-02-30", "2020-W01-1", "2020-01-01x", "20200101", "2020-01-01 25:00:00", "2020/01/01", "first"],
+)
+def test_one_text_that_is_no_iso_date_makes_the_column_string(make_writer, odd):
+    days = [f"2024-01-{d:02d}" for d in range(1, 29)] * 100
+    table = _text_column(make_writer, [*days[:1500], odd, *days[1500:]])
+    assert types_of(table) == {"t": "string"}
+    assert column(table, "t")[1500] == odd
+
+
+def test_row_converters_are_compiled_once_per_column_plan(make_writer):
+    from shared.tables import _batch_converter
+
+    columns = [{"name": "n", "type": "integer"}, "d", {"name": "s", "type": "string"}]
+    first = make_writer(columns=columns)
+    first.extend([(1, "2024-01-01", "a"), (2, "2024-01-02", "b")])
+    compiled = _batch_converter.cache_info().misses
+    second = make_writer(columns=columns)
+    second.extend([(3, "2024-01-03", "c")])
+    assert _batch_converter.cache_info().misses == compiled  # the second table compiled nothing
+    assert column(second.finish(), "d") == ["2024-01-03"]
+
+
+def test_spilled_file_holds_lines_of_rows_that_parse_one_by_one(make_writer):
+    """The file is one JSON array; each line holds up to ROWS_PER_LINE rows, so the rewrite after a
+    late type change can stream it line by line."""
+    writer = make_writer(columns=["i", "s"], inline_max_bytes=100)
+    writer.extend([(i, f"row {i}") for i in range(1000)])
+    table = writer.finish()
+    assert table.path is not None
+    text = table.path.read_bytes()
+    assert json.loads(text) == [{"i": i, "s": f"row {i}"} for i in range(1000)]
+    lines = [line.strip().rstrip(b",") for line in text.splitlines()]
+    assert lines[0] == b"[" and lines[-1] == b"]"
+    parsed = [jsonio.loads_line(line) for line in lines[1:-1]]
+    assert all(1 <= len(rows) <= jsonio.ROWS_PER_LINE for rows in parsed)
+    assert [row for rows in parsed for row in rows] == [{"i": i, "s": f"row {i}"} for i in range(1000)]
+
+
+@pytest.mark.parametrize("inline_max_bytes", [10**7, 1])
+def test_declared_dates_and_times_from_a_driver_are_iso_text_inline_in_samples_and_in_the_file(
+    make_writer, inline_max_bytes
+):
+    columns = [{"name": "d", "type": "date"}, {"name": "t", "type": "datetime"}]
+    writer = make_writer(columns=columns, head=3, spread=3, inline_max_bytes=inline_max_bytes)
+    rows = [(dt.date(999 + i, 1, 2), dt.datetime(2024, 5, 6, 7, 8, 9, (i % 1000) * 1000)) for i in range(3000)]
+    writer.extend(rows)
+    table = writer.finish()
+    expected = [{"d": d.isoformat(), "t": t.isoformat()} for d, t in rows]
+    assert list(table.iter_rows()) == expected
+    assert table.head == expected[:3]
+    assert all(row in expected for row in table.spread) and table.spread[-1] == expected[-1]
+    if table.path is not None:
+        assert json.loads(table.path.read_bytes()) == expected
+
+
+def test_declared_datetime_column_that_fails_later_keeps_the_iso_text_of_earlier_values(make_writer):
+    writer = make_writer(columns=[{"name": "t", "type": "datetime"}], inline_max_bytes=1)
+    writer.extend([(dt.datetime(2024, 5, 6, 7, 8, 9),), (dt.datetime(2024, 5, 7),)])
+    writer.extend([("not a time",)])
+    table = writer.finish()
+    assert types_of(table) == {"t": "string"}
+    assert column(table, "t") == ["2024-05-06T07:08:09", "2024-05-07T00:00:00", "not a time"]
+    assert table.head[0] == {"t": "2024-05-06T07:08:09"}

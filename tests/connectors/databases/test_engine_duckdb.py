@@ -573,7 +573,7 @@ def test_engine_connection_refuses_write_without_the_parser(
     database = engine.Database(str(store.database))
     try:
         with pytest.raises((duckdb.Error, ReadOnlyViolation)) as caught:
-            database.stream(sql, writer_for(tmp_path), schema=None, timeout_s=10, max_rows=100)
+            database.stream(sql, writer_for(tmp_path), schema=None, timeout_s=10)
     finally:
         database.close()
     error = caught.value
@@ -591,7 +591,7 @@ def test_parser_only_refusals_change_nothing_in_the_engine(store: Store, tmp_pat
         engine.ENGINE.check_sql(sql)  # the sqlglot layer names the function
     database = engine.Database(str(store.database))
     try:
-        database.stream(sql, writer_for(tmp_path), schema=None, timeout_s=10, max_rows=100)
+        database.stream(sql, writer_for(tmp_path), schema=None, timeout_s=10)
     finally:
         database.close()
     assert_untouched(store)
@@ -767,11 +767,11 @@ def test_timeout_interrupts_and_the_connection_keeps_working(store: Store, tmp_p
     database = engine.Database(str(store.database))
     try:
         with pytest.raises(engine.TimeBudgetExceeded) as caught:  # only the interrupt ends LONG_QUERY
-            database.stream(LONG_QUERY, writer_for(tmp_path), schema=None, timeout_s=0.5, max_rows=10)
+            database.stream(LONG_QUERY, writer_for(tmp_path), schema=None, timeout_s=0.5)
         translated = engine.translate(caught.value)
         assert isinstance(translated, UpstreamError) and "statement_timeout_s" in translated.message
         writer = writer_for(tmp_path)
-        database.stream("SELECT 42 AS answer", writer, schema=None, timeout_s=5, max_rows=10)
+        database.stream("SELECT 42 AS answer", writer, schema=None, timeout_s=5)
         assert writer.finish().rows == [{"answer": 42}]
     finally:
         database.close()
@@ -782,7 +782,7 @@ def test_cancel_interrupts_a_running_query_and_says_cancelled(store: Store, tmp_
     try:
         threading.Timer(0.5, database.cancel).start()
         with pytest.raises(duckdb.InterruptException) as caught:  # the cancel, not the 60 s timeout
-            database.stream(LONG_QUERY, writer_for(tmp_path), schema=None, timeout_s=60, max_rows=10)
+            database.stream(LONG_QUERY, writer_for(tmp_path), schema=None, timeout_s=60)
     finally:
         database.close()
     translated = engine.translate(caught.value)

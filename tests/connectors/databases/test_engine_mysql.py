@@ -490,7 +490,7 @@ def test_server_fact_several_statements_run_only_with_the_multi_statements_flag(
     conn = ENGINE.connect({**mysql_server_root_credentials(), "database": control_database}, None)
     try:
         with pytest.raises(pymysql.err.ProgrammingError) as refused:
-            conn.stream("SELECT 1; DROP TABLE via_flag", _writer(), schema=None, timeout_s=5, max_rows=10)
+            conn.stream("SELECT 1; DROP TABLE via_flag", _writer(), schema=None, timeout_s=5)
         assert refused.value.args[0] == 1064
         assert isinstance(ENGINE.translate(refused.value), InvalidArguments)
     finally:
@@ -529,9 +529,10 @@ def mysql_server_root_credentials() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _writer(tmp: Path | None = None) -> TableWriter:
+def _writer(tmp: Path | None = None, max_rows: int | None = None) -> TableWriter:
     folder = tmp or Path(os.environ.get("TMPDIR", "/tmp"))
-    return TableWriter("result", budget=SampleBudget(10, 0, 10**7), files=TableFiles("acp-test-mysql", str(folder)))
+    files = TableFiles("acp-test-mysql", str(folder))
+    return TableWriter("result", budget=SampleBudget(10, 0, 10**7), files=files, max_rows=max_rows)
 
 
 # Single statements the server parses: data, schema, accounts, sequences and several statements.
@@ -579,9 +580,8 @@ def test_engine_layers_refuse_writes_without_the_parser(mysql_database: Any, rol
             conn = ENGINE.connect(db.credentials(root=role == "root"), None)
             try:
                 conn.stream(
-                    template.format(db=db.name, user=db.user, **targets), _writer(tmp_path), schema=None,
-                    timeout_s=5, max_rows=10,
-                )  # fmt: skip
+                    template.format(db=db.name, user=db.user, **targets), _writer(tmp_path), schema=None, timeout_s=5
+                )
                 outcomes[label] = "ran"
             except Exception as exc:  # the refusal, as the connector would translate it
                 translated = exc if isinstance(exc, ReadOnlyViolation) else ENGINE.translate(exc)
@@ -611,8 +611,7 @@ def test_read_connection_session_settings(mysql_database: Any) -> None:
         assert not raw.client_flag & pymysql.constants.CLIENT.LOCAL_FILES
         variable = "tx_read_only" if mysql_database.mariadb else "transaction_read_only"
         writer = _writer()
-        conn.stream(f"SELECT @@SESSION.{variable} AS ro, @@SESSION.sql_mode AS modes", writer, schema=None,
-                    timeout_s=5, max_rows=10)  # fmt: skip
+        conn.stream(f"SELECT @@SESSION.{variable} AS ro, @@SESSION.sql_mode AS modes", writer, schema=None, timeout_s=5)
         row = writer.finish().rows[0]
         assert row["ro"] == 1
         assert "ANSI_QUOTES" not in row["modes"] and "NO_BACKSLASH_ESCAPES" not in row["modes"]
@@ -763,11 +762,11 @@ def test_a_capped_result_is_abandoned_not_drained(mysql_database: Any, tmp_path:
     marker = f"acp_cap_{secrets.token_hex(4)}"
     conn = ENGINE.connect(db.credentials(), None)
     try:
-        outcome = conn.stream(
-            f"SELECT a.id AS {marker}, b.id FROM orders a, orders b, order_items c", _writer(tmp_path), schema=None,
-            timeout_s=60, max_rows=10,
-        )  # fmt: skip
-        assert outcome.capped
+        writer = _writer(tmp_path, max_rows=10)
+        conn.stream(
+            f"SELECT a.id AS {marker}, b.id FROM orders a, orders b, order_items c", writer, schema=None, timeout_s=60
+        )
+        assert writer.capped and writer.row_count == 10
         assert not conn.alive()  # closed rather than drained of its 96 million rows; the pool opens a fresh one
     finally:
         conn.close()
@@ -806,7 +805,7 @@ def test_statements_that_end_ok_when_stopped_are_still_a_timeout(mysql_database:
     try:
         # Without the stop, DO SLEEP(5) would end after 5 s with no warning and raise nothing.
         with pytest.raises(engine_mysql.TimeBudgetExceeded) as stopped:
-            conn.stream("DO SLEEP(5)", _writer(tmp_path), schema=None, timeout_s=1, max_rows=10)
+            conn.stream("DO SLEEP(5)", _writer(tmp_path), schema=None, timeout_s=1)
         translated = ENGINE.translate(stopped.value)
         assert isinstance(translated, UpstreamError) and "statement_timeout_s" in translated.message
     finally:
@@ -845,8 +844,7 @@ def test_zero_dates_become_null_with_a_warning(mysql_database: Any, tmp_path: Pa
         conn = ENGINE.connect(db.credentials(database=db.scratch), None)
         try:
             writer = _writer(tmp_path)
-            outcome = conn.stream("SELECT id, d, t FROM legacy ORDER BY id", writer, schema=None, timeout_s=5,
-                                  max_rows=10)  # fmt: skip
+            outcome = conn.stream("SELECT id, d, t FROM legacy ORDER BY id", writer, schema=None, timeout_s=5)
             table = writer.finish()
         finally:
             conn.close()
