@@ -84,8 +84,7 @@ class Limits:
         self.config_defaults = schema_defaults(connector.config_schema)
 
     def effective(self, meta: CallMeta, session: Settings) -> Effective:
-        d = self.connector.defaults
-        return effective(meta, session, d.row_limit, d.cost_limit_usd, d.field_limit, d.tables, self.config_defaults)
+        return effective(meta, session, self.connector.defaults, self.config_defaults)
 
 
 def configure(
@@ -108,6 +107,7 @@ def configure(
         "row_limit": eff.row_limit,
         "cost_limit_usd": eff.cost_limit_usd,
         "field_limit": eff.field_limit,
+        "model_max_chars": eff.model_max_chars,
         "has_credentials": bool(eff.credentials),
         "default_resource_id": eff.default_resource_id,
         "config": eff.config,

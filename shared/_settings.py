@@ -12,14 +12,18 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .errors import CredentialsInvalid, InvalidArguments, InvalidLimit
+
+if TYPE_CHECKING:
+    from .declaration import Defaults
 from .protocol import (
     DEFAULT_FIELD_LIMIT,
     INLINE_MAX_BYTES,
     MAX_FIELD_LIMIT,
     MAX_ROW_LIMIT,
+    MIN_MODEL_MAX_CHARS,
     JsonObject,
     Sampling,
 )
@@ -37,6 +41,7 @@ SYSTEM_CHANNEL_KEYS: Final = frozenset(
         "row_limit",
         "cost_limit_usd",
         "field_limit",
+        "model_max_chars",
         "credentials",
         "config",
         "default_resource_id",
@@ -59,6 +64,7 @@ class Settings:
     row_limit: int | None = None
     cost_limit_usd: float | None = None
     field_limit: int | None = None
+    model_max_chars: int | None = None
     tables: tuple[str, ...] | None = None
     credentials: JsonObject | _Unset | None = UNSET
     config: JsonObject = field(default_factory=dict)
@@ -70,6 +76,7 @@ class Settings:
             row_limit=self.row_limit if self.row_limit is not None else base.row_limit,
             cost_limit_usd=self.cost_limit_usd if self.cost_limit_usd is not None else base.cost_limit_usd,
             field_limit=self.field_limit if self.field_limit is not None else base.field_limit,
+            model_max_chars=self.model_max_chars if self.model_max_chars is not None else base.model_max_chars,
             tables=self.tables if self.tables is not None else base.tables,
             credentials=self.credentials if self.credentials is not UNSET else base.credentials,
             config={**base.config, **self.config},
@@ -106,6 +113,7 @@ class Effective:
     default_resource_id: str | None
     sampling: Sampling = "head"
     inline_max_bytes: int = INLINE_MAX_BYTES
+    model_max_chars: int | None = None  # characters of content[0].text; None: no budget
 
 
 def _is_int(value: Any) -> bool:
@@ -152,6 +160,15 @@ def parse_settings(raw: Mapping[str, Any], catalog: frozenset[str]) -> Settings:
                 {"field": "field_limit"},
             )
         values["field_limit"] = value
+    if raw.get("model_max_chars") is not None:
+        value = raw["model_max_chars"]
+        if not (_is_int(value) and value >= MIN_MODEL_MAX_CHARS):
+            raise InvalidLimit(
+                f"model_max_chars must be an integer of at least {MIN_MODEL_MAX_CHARS} characters "
+                f"(got {_describe(value)}). " + _HOST_SETS_IT,
+                {"field": "model_max_chars"},
+            )
+        values["model_max_chars"] = value
     if "tables" in raw:
         values["tables"] = _parse_tables(raw["tables"], catalog, "tables")
     if "credentials" in raw:
@@ -228,29 +245,22 @@ def parse_call_meta(raw: Any, catalog: frozenset[str]) -> CallMeta:
     return CallMeta(settings=settings, **extra)
 
 
-def effective(
-    meta: CallMeta,
-    session: Settings,
-    row_limit: int,
-    cost_limit_usd: float,
-    field_limit: int | None,
-    tables: tuple[str, ...] | None,
-    config_defaults: JsonObject,
-) -> Effective:
-    """Apply spec 5.3: ``_meta.acp`` > ``acp/configure`` > defaults."""
+def effective(meta: CallMeta, session: Settings, defaults: Defaults, config_defaults: JsonObject) -> Effective:
+    """Apply spec 5.3: ``_meta.acp`` > ``acp/configure`` > the connector's defaults."""
     merged = meta.settings.over(session)
     credentials = merged.credentials
     default_resource = merged.default_resource_id
     return Effective(
-        row_limit=merged.row_limit if merged.row_limit is not None else row_limit,
-        cost_limit_usd=merged.cost_limit_usd if merged.cost_limit_usd is not None else cost_limit_usd,
-        field_limit=merged.field_limit or field_limit or DEFAULT_FIELD_LIMIT,
-        tables=merged.tables if merged.tables is not None else tables,
+        row_limit=merged.row_limit if merged.row_limit is not None else defaults.row_limit,
+        cost_limit_usd=merged.cost_limit_usd if merged.cost_limit_usd is not None else defaults.cost_limit_usd,
+        field_limit=merged.field_limit or defaults.field_limit or DEFAULT_FIELD_LIMIT,
+        tables=merged.tables if merged.tables is not None else defaults.tables,
         credentials=None if isinstance(credentials, _Unset) else credentials,
         config={**config_defaults, **merged.config},
         default_resource_id=None if isinstance(default_resource, _Unset) else default_resource,
         sampling=meta.sampling or "head",
         inline_max_bytes=meta.inline_max_bytes if meta.inline_max_bytes is not None else INLINE_MAX_BYTES,
+        model_max_chars=merged.model_max_chars if merged.model_max_chars is not None else defaults.model_max_chars,
     )
 
 

@@ -135,6 +135,7 @@ class Defaults:
     cost_limit_usd: float = 0.0
     field_limit: int | None = None
     tables: tuple[str, ...] | None = None
+    model_max_chars: int | None = None  # extension: a character budget for content[0].text
 
 
 @dataclass(frozen=True)

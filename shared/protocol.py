@@ -28,6 +28,9 @@ DEFAULT_FIELD_LIMIT = 20
 MODEL_ROWS_SINGLE = 50
 MODEL_ROWS_MULTI = 10
 MODEL_VIEW_MAX_VALUE_CHARS = 80
+# Extension (spec 12.2 lets clients ignore unknown fields): the smallest model_max_chars budget, the
+# characters of content[0].text, that still holds an extraction's notice, columns and a few rows.
+MIN_MODEL_MAX_CHARS = 500
 RECENT_HALF_LIFE_S = 14 * 24 * 3600  # spec 6.3: exponential decay, 14-day half-life
 RESOURCE_LIST_TTL_S = 600  # spec 6.3: the reference caches the listing 600 s
 

@@ -30,6 +30,8 @@ def capability(connector: Connector) -> JsonObject:
         defaults["field_limit"] = c.defaults.field_limit
     if c.defaults.tables is not None:
         defaults["tables"] = list(c.defaults.tables)
+    if c.defaults.model_max_chars is not None:
+        defaults["model_max_chars"] = c.defaults.model_max_chars
     resource: JsonObject = {}
     if c.resources.title:
         resource["title"] = c.resources.title

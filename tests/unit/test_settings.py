@@ -19,6 +19,7 @@ from shared._settings import (
     schema_defaults,
     secret_values,
 )
+from shared.declaration import Defaults
 from shared.errors import AcpError, CredentialsInvalid, InvalidArguments, InvalidLimit
 
 CATALOG = frozenset({"ga4_hits", "datalayer", "ecommerce"})
@@ -276,15 +277,9 @@ def test_over_empty_table_selection_wins_over_base() -> None:
 
 
 def _effective(meta: CallMeta, session: Settings, **overrides: Any) -> Any:
-    args: dict[str, Any] = {
-        "row_limit": 25,
-        "cost_limit_usd": 0.0,
-        "field_limit": None,
-        "tables": None,
-        "config_defaults": schema_defaults(CONFIG_SCHEMA),
-    }
-    args.update(overrides)
-    return effective(meta, session, **args)
+    defaults: dict[str, Any] = {"row_limit": 25, "cost_limit_usd": 0.0, "field_limit": None, "tables": None}
+    defaults.update(overrides)
+    return effective(meta, session, Defaults(**defaults), schema_defaults(CONFIG_SCHEMA))
 
 
 def test_effective_uses_server_defaults_when_nothing_is_set() -> None:
@@ -691,3 +686,20 @@ def test_secret_values_write_only_in_any_variant_counts() -> None:
 
 def test_secret_values_discriminator_is_not_secret() -> None:
     assert "oauth" not in secret_values(CREDENTIALS_SCHEMA, {"type": "oauth", "access_token": CANARY})
+
+
+# -- model_max_chars: a character budget for content[0].text (an extension, spec 12.2) -------------
+def test_model_max_chars_is_a_limit_that_meta_tightens_over_configure_and_defaults() -> None:
+    assert _effective(CallMeta(), Settings()).model_max_chars is None  # no budget unless someone sets one
+    assert _effective(CallMeta(), Settings(), model_max_chars=8000).model_max_chars == 8000
+    session = parse_settings({"model_max_chars": 4000}, frozenset())
+    assert _effective(CallMeta(), session, model_max_chars=8000).model_max_chars == 4000
+    meta = parse_call_meta({"model_max_chars": 3000}, frozenset())
+    assert _effective(meta, session).model_max_chars == 3000
+
+
+@pytest.mark.parametrize("value", [0, 499, -1, 3000.5, "3000", True])
+def test_model_max_chars_below_the_minimum_or_not_an_integer_is_invalid_limit(value: Any) -> None:
+    with pytest.raises(InvalidLimit) as refused:
+        parse_settings({"model_max_chars": value}, frozenset())
+    assert "model_max_chars" in refused.value.message and "500" in refused.value.message
