@@ -34,13 +34,14 @@ from ._autocontext import (
     requested_blocks,
 )
 from ._cache import BlockCache, ProvenCredentials, RecencyStore
+from ._idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentCalls, fingerprint
 from ._redaction import redact, register_secrets
 from ._session import Limits, SessionState, configure
 from ._settings import SYSTEM_CHANNEL_KEYS, CallMeta, Effective, SecretFields, check_config, parse_call_meta
 from ._tablefiles import TableFiles, TableLinks, uri_path
 from .context import CallContext
 from .dates import date_properties, local_today, resolve_date_arguments
-from .declaration import SOURCE_REF, Connector, Principal, ResourceRef, Tool
+from .declaration import ANONYMOUS, SOURCE_REF, Connector, Principal, ResourceRef, Tool
 from .envelope import CallRecord, Envelopes
 from .errors import (
     AcpError,
@@ -91,6 +92,7 @@ class AcpRuntime:
         self.arguments = ArgumentResolver(connector)
         self.envelopes = Envelopes(connector.id)
         self._stateless = SessionState()
+        self.idempotent = IdempotentCalls()
         self._tools = {t.name: t for t in connector.tools}
         self._secret_fields = SecretFields(connector.credentials.schema)
 
@@ -238,6 +240,8 @@ class AcpRuntime:
         call.kind = tool.kind
         resolver = self.arguments
         args = resolver.check(tool.name, self.catalog.input_schema(tool), tool.validation_schema, arguments)
+        idempotency_key = None if tool.read_only else args.pop(IDEMPOTENCY_KEY, None)
+        written = dict(args)
         window = resolve_date_arguments(args, date_properties(tool.input_schema), local_today())
         principal = resolver.principal(eff.credentials) if tool.requires_credentials else None
         resource = resolver.resource(tool, args.pop("resource_id", None), eff)
@@ -252,7 +256,14 @@ class AcpRuntime:
         cctx = self._context(ctx, eff, principal, resource, call, selection, conversation)
         completed = False
         try:
-            output = await tool.run(args, cctx)
+            if idempotency_key is None:
+                output = await tool.run(args, cctx)
+            else:
+                scope = ((principal or ANONYMOUS).identity, tool.name, idempotency_key)
+                digest = fingerprint({"arguments": written, "resource_id": call.resource_id})
+                output, replayed = await self.idempotent.run(scope, digest, lambda: tool.run(args, cctx))
+                if replayed:
+                    call.warnings.append(REPLAYED)
             completed = True
         finally:
             if not completed:
@@ -452,5 +463,8 @@ def _validate_declaration(c: Connector) -> None:
         raise ValueError("tool names must be unique and must not reuse the reserved autocontext tools")
     if c.credentials.required and c.credentials.authenticate is None:
         raise ValueError("a connector with credentials must declare authenticate (spec 7.4 cache rule)")
+    if any(not t.read_only and t.kind != "info" for t in c.tools):
+        # The idempotency key replays a writing call's Info answer; an extraction's tables are single-use.
+        raise ValueError("a writing tool (read_only=False) must answer with Info (kind 'info')")
     if not 0 <= c.defaults.row_limit <= 5000:
         raise ValueError("defaults.row_limit must be between 0 and 5000")
