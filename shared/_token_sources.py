@@ -180,6 +180,7 @@ class BoundSource:
         return self.resources is None or within(ref, self.resources, self.separators)
 
     def require_allowed(self, ref: ResourceRef) -> None:
+        """ACP_RESOURCE_NOT_FOUND ("unknown resource or no access", spec 12.1) for a resource outside ``resources``."""
         if not self.allows(ref):
             listed = ", ".join(r.id for r in (self.resources or ()))
             raise ResourceNotFound(
@@ -214,6 +215,7 @@ class SourceMapping:
 
     @property
     def sources(self) -> int:
+        """How many entries (a source may have several tokens)."""
         return len({id(source) for _, source in self.tokens})
 
     def lookup(self, digest: bytes) -> BoundSource | None:
