@@ -482,7 +482,8 @@ class TokenSources:
         reserved: bytes | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.path = path.resolve()
+        # Not resolved: a secret store may swap a symlink to publish a new version (Kubernetes does).
+        self.path = path.absolute()
         self.connector = connector
         self.poll_interval_s = poll_interval_s
         self._environ = environ

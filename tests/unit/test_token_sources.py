@@ -275,6 +275,21 @@ def test_reload_swaps_the_mapping_and_a_broken_file_keeps_the_old_one(tmp_path: 
     assert CANARY not in stream.getvalue()
 
 
+def test_a_reload_follows_a_swapped_symlink(tmp_path: Path) -> None:
+    """Secret stores (Kubernetes volumes) publish a new version by swapping a symlink: a reload reads the new target."""
+    first, second = tmp_path / "v1", tmp_path / "v2"
+    first.mkdir(), second.mkdir()
+    _write(first, {"sources": [_entry()]})
+    _write(second, {"sources": [_entry(token_sha256=token_digest(OTHER_TOKEN).hex())]})
+    link = tmp_path / "sources.json"
+    link.symlink_to(first / "sources.json")
+    sources = TokenSources(link, TOY)
+    staged = tmp_path / "staged"
+    staged.symlink_to(second / "sources.json")
+    staged.replace(link)
+    assert sources.reload() is True and sources.lookup(token_digest(OTHER_TOKEN)) is not None
+
+
 def test_without_sighup_the_file_is_polled_for_changes(tmp_path: Path) -> None:
     """The Windows path, run here: a request reloads a changed file, at most once per interval."""
     now = [0.0]
