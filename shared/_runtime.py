@@ -278,7 +278,8 @@ class AcpRuntime:
             if idempotency_key is None:
                 output = await tool.run(args, cctx)
             else:
-                scope = ((principal or ANONYMOUS).identity, tool.name, idempotency_key)
+                writer = principal or (bound.scoped(ANONYMOUS) if bound is not None else ANONYMOUS)
+                scope = (writer.identity, tool.name, idempotency_key)
                 digest = fingerprint({"arguments": written, "resource_id": call.resource_id})
                 output, replayed = await self.idempotent.run(scope, digest, lambda: tool.run(args, cctx))
                 if replayed:

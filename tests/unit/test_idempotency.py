@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import anyio
 import pytest
 from anyio import wait_all_tasks_blocked
+from toy_connector import CONNECTOR as TOY
 
 from shared._idempotency import IdempotentCalls, fingerprint
+from shared._runtime import AcpRuntime
 from shared.errors import InvalidArguments
 
 pytestmark = pytest.mark.anyio
@@ -100,3 +104,11 @@ async def test_answers_are_kept_for_a_bounded_time_and_number() -> None:
         await calls.run(("toy:team-a", "insert_rows", f"k{n}"), digest, write)
     assert len(calls._entries) == 3
     assert (await calls.run(("toy:team-a", "insert_rows", "k0"), digest, write))[1] is False  # the oldest went
+
+
+def test_a_writing_tool_must_answer_with_info() -> None:
+    """The replay of a retried write reuses the first call's Info; an extraction's tables could not be sent twice."""
+    writer = replace(TOY.tools[0], name="write_report", kind="extraction", read_only=False)
+    with pytest.raises(ValueError, match="writing tool"):
+        AcpRuntime(replace(TOY, tools=(*TOY.tools, writer)))
+    AcpRuntime(replace(TOY, tools=(*TOY.tools, replace(writer, kind="info"))))
