@@ -327,6 +327,8 @@ async def test_the_canary_never_leaks(gateway: Gateway) -> None:
         seen.append(failed.model_dump_json())
     assert not any(CANARY in text for text in seen)
     assert CANARY not in gateway.server.read_stderr()
+    written = [f for folder in ("cache", "tmp") for f in (gateway.folder / folder).rglob("*") if f.is_file()]
+    assert written and not any(CANARY.encode() in f.read_bytes() for f in written)  # caches and table files
     server = psutil.Process(gateway.server.process.pid)
     assert b"GATEWAY_PG_USER=postgres" in Path(f"/proc/{server.pid}/environ").read_bytes()  # the right process
     for process in [server, *server.children(recursive=True)]:
