@@ -280,9 +280,17 @@ class AutocontextRunner:
         return data, False
 
     async def suggestions(
-        self, cctx: CallContext, principal: Principal, default_id: str | None, query: Any
+        self,
+        cctx: CallContext,
+        principal: Principal,
+        default_id: str | None,
+        query: Any,
+        visible: Callable[[str], bool] | None = None,
     ) -> tuple[JsonObject, bool]:
-        """The resource page of spec 6.3 and whether the listing came from the cache."""
+        """The resource page of spec 6.3 and whether the listing came from the cache.
+
+        ``visible`` keeps only the resources a token-bound source allows, before ranking and counting.
+        """
         lister = self.connector.resources.list
         resources: list[Any] = []
         cached = False
@@ -293,6 +301,8 @@ class AutocontextRunner:
                 return list(await lister(cctx))
 
             resources, cached = await self._cached(cctx, principal, "", _RESOURCES_BLOCK, RESOURCE_LIST_TTL_S, fetch)
+            if visible is not None:
+                resources = [r for r in resources if visible(r["resource_id"])]
         text_query = query if isinstance(query, str) and query.strip() else None
         page, matching = rank_suggestions(resources, self.recency.ranked(principal.identity), default_id, text_query)
         notice = suggestions_notice(len(page), matching, len(resources), text_query, default_id)

@@ -7,10 +7,14 @@ the same endpoint by the SDK's modern entry. Around it:
 
 * ``/healthz`` for load balancers, outside MCP and outside auth;
 * ``/tables/<token>``: single-use, short-lived downloads that replace ``file://`` table URIs;
-* a bearer token (``ACP_HTTP_TOKEN``, constant-time comparison) on everything else;
+* a bearer token on everything else: ``ACP_HTTP_TOKEN`` (an ACP host that sends its own
+  credentials), or a token the operator's sources file binds to one source
+  (:mod:`._token_sources`; re-read on SIGHUP); a refusal is a 401 whose body is a JSON-RPC
+  error, so MCP clients show its message;
 * Host/Origin validation against DNS rebinding and a request body limit (the SDK's), a refused
   Host or Origin answered with how to allow it;
-* start-up refusals: a non-loopback bind needs the token, and TLS or ``--behind-tls-proxy``.
+* start-up refusals: a non-loopback bind needs a token (``ACP_HTTP_TOKEN`` or a sources
+  file), and TLS or ``--behind-tls-proxy``.
 
 Request bodies carry credentials, so nothing here logs them; uvicorn's access log is off
 (the table tokens travel in paths).
@@ -18,10 +22,12 @@ Request bodies carry credentials, so nothing here logs them; uvicorn's access lo
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import json
-from collections.abc import MutableMapping
+import signal
+from collections.abc import AsyncIterator, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -29,12 +35,16 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
     from ._runtime import AcpRuntime
+    from ._token_sources import TokenSources
 
 JSON_ONLY_HEADER = b"x-acp-json-only"  # marks a request from a client that cannot read SSE
 DEFAULT_PORT = 7413
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 MCP_PATHS = ("/mcp", "/mcp/v1")
 _OPEN_PATHS = frozenset({"/healthz"})
+BOUND_SOURCE_SCOPE_KEY = "acp.bound_source"  # the request's BoundSource, for the runtime
+UNAUTHORIZED = -32001  # JSON-RPC server-error range: the bearer token is missing or not accepted
+_ID_PEEK_BYTES = 64 * 1024  # how much of a refused request's body is read to answer with its id
 
 
 class StartRefused(Exception):
@@ -52,6 +62,7 @@ class HttpOptions:
     allowed_hosts: tuple[str, ...] = ()
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     log_level: str = "warning"
+    sources: TokenSources | None = None
 
     @property
     def loopback(self) -> bool:
@@ -77,11 +88,11 @@ def check_options(options: HttpOptions) -> None:
         raise StartRefused("--tls-cert and --tls-key go together: pass both, or neither.")
     if options.loopback:
         return
-    if not options.token:
+    if not options.token and options.sources is None:
         raise StartRefused(
             f"Refusing to serve on {options.host}: outside this machine the server needs transport authentication "
             "(spec 3.2). Set ACP_HTTP_TOKEN to a long random secret (clients then send "
-            "'Authorization: Bearer <token>'), or bind 127.0.0.1."
+            "'Authorization: Bearer <token>'), or bind tokens to sources with --sources, or bind 127.0.0.1."
         )
     if not (options.tls_cert or options.behind_tls_proxy):
         raise StartRefused(
@@ -108,26 +119,95 @@ def _security_settings(options: HttpOptions) -> Any:
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
-class BearerTokenGuard:
-    """Every request but ``/healthz`` must carry ``Authorization: Bearer <token>``."""
+class BearerAuth:
+    """Every request but ``/healthz`` must carry ``Authorization: Bearer <token>``.
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    The token is ``ACP_HTTP_TOKEN`` (an ordinary ACP session: the host sends its own
+    credentials) or one the sources file binds to a source; the request's scope then carries
+    that :class:`~._token_sources.BoundSource` for the runtime. Either way ``scope["user"]``
+    names the token by its digest, so the SDK binds each MCP session to the token that opened
+    it and answers 404 to a request that presents the session with another token.
+
+    Tokens are compared as SHA-256 digests, each with :func:`hmac.compare_digest`. A refusal is
+    a 401 with ``WWW-Authenticate: Bearer`` and a JSON-RPC error body that carries the
+    request's id, which MCP clients surface instead of a bare status.
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None, sources: TokenSources | None) -> None:
+        from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+        from mcp.server.auth.provider import AccessToken
+
+        from ._token_sources import token_digest
+
         self.app = app
-        self.expected = token.encode()
+        self.sources = sources
+        self._digest = token_digest
+        self._http_token = token_digest(token) if token else None
+        self._user_types = AuthenticatedUser, AccessToken
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("path") not in _OPEN_PATHS:
-            scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").partition(b" ")
-            # RFC 7235 §2.1: the scheme is case-insensitive; only the token is secret.
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.lstrip(b" "), self.expected):
-                await _json(
-                    send,
-                    401,
-                    {"error": "unauthorized", "message": "Send 'Authorization: Bearer <ACP_HTTP_TOKEN>'."},
-                    extra_headers=[(b"www-authenticate", b'Bearer realm="acp"')],
-                )
+        if scope["type"] != "http" or scope.get("path") in _OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").partition(b" ")
+        # RFC 7235 §2.1: the scheme is case-insensitive; only the token is secret.
+        presented = given.strip(b" ") if scheme.lower() == b"bearer" else b""
+        if presented:
+            digest = self._digest(presented)
+            if self._http_token is not None and hmac.compare_digest(digest, self._http_token):
+                await self.app({**scope, "user": self._user("acp-http-token", digest)}, receive, send)
                 return
-        await self.app(scope, receive, send)
+            # Looked up when the request arrives: a reload later does not change this request.
+            bound = self.sources.lookup(digest) if self.sources is not None else None
+            if bound is not None:
+                user = self._user(f"acp-source:{bound.id}", digest)
+                await self.app({**scope, "user": user, BOUND_SOURCE_SCOPE_KEY: bound}, receive, send)
+                return
+        await self._refuse(scope, receive, send, presented=bool(presented))
+
+    def _user(self, client: str, digest: bytes) -> Any:
+        """The ``scope["user"]`` the SDK compares to bind a session to its token (the digest, never the token)."""
+        user, access_token = self._user_types
+        return user(access_token(token=digest.hex(), client_id=client, scopes=[], subject=digest.hex()))
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, presented: bool) -> None:
+        which = (
+            "a token the server operator issued (one bound to a source in its sources file, or ACP_HTTP_TOKEN)"
+            if self.sources is not None
+            else "the server's ACP_HTTP_TOKEN"
+        )
+        if presented:
+            message = (
+                "Unauthorized: this bearer token is not accepted here (unknown, or rotated by the server operator). "
+                f"Send 'Authorization: Bearer <token>' with {which}."
+            )
+            challenge = b'Bearer realm="acp", error="invalid_token"'
+        else:
+            message = f"Unauthorized: send 'Authorization: Bearer <token>' with {which}."
+            challenge = b'Bearer realm="acp"'
+        request_id = await _request_id(receive) if scope.get("method") == "POST" else None
+        body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": UNAUTHORIZED, "message": message}}
+        await _json(send, 401, body, extra_headers=[(b"www-authenticate", challenge)])
+
+
+async def _request_id(receive: Receive) -> Any:
+    """The JSON-RPC id of a refused POST, read from at most the body's first 64 KiB (else None)."""
+    body = b""
+    while len(body) <= _ID_PEEK_BYTES:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    else:
+        return None
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return None
+    request_id = request.get("id") if isinstance(request, dict) else None
+    return request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
 
 
 _ALLOW_NAME = "restart it with --allowed-host <name> (repeatable) or ACP_ALLOWED_HOSTS=<name>[,...]."
@@ -282,12 +362,37 @@ def build_app(runtime: AcpRuntime, options: HttpOptions) -> ASGIApp:
         # Single use: the file goes once it is sent (the host keeps its own copy).
         return FileResponse(path, media_type="application/json", background=BackgroundTask(path.unlink, True))
 
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        with _reload_on_sighup(options.sources):
+            async with server.session_manager.run():
+                yield
+
     routes = [Route(path, endpoint=RebindingHints(JsonOnlyClients(mcp_app))) for path in MCP_PATHS]
     routes += [Route("/healthz", health, methods=["GET"]), Route("/tables/{token}", table, methods=["GET"])]
-    app: ASGIApp = Starlette(routes=routes, lifespan=lambda _: server.session_manager.run())
-    if options.token:
-        app = BearerTokenGuard(app, options.token)
+    app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
+    if options.token or options.sources is not None:
+        app = BearerAuth(app, options.token, options.sources)
     return app
+
+
+@contextlib.contextmanager
+def _reload_on_sighup(sources: TokenSources | None) -> Iterator[None]:
+    """SIGHUP re-reads the sources file, on the event loop, between requests (no restart).
+
+    Windows has no SIGHUP: there the sources file is polled for changes instead (``cli``).
+    """
+    if sources is None or not hasattr(signal, "SIGHUP"):
+        yield
+        return
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGHUP, sources.reload)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGHUP)
 
 
 def serve_http(runtime: AcpRuntime, options: HttpOptions) -> None:

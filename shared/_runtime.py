@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -34,13 +34,15 @@ from ._autocontext import (
     requested_blocks,
 )
 from ._cache import BlockCache, ProvenCredentials, RecencyStore
+from ._http import BOUND_SOURCE_SCOPE_KEY
+from ._idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentCalls, fingerprint
 from ._redaction import redact, register_secrets
 from ._session import Limits, SessionState, configure
 from ._settings import SYSTEM_CHANNEL_KEYS, CallMeta, Effective, SecretFields, check_config, parse_call_meta
 from ._tablefiles import TableFiles, TableLinks, uri_path
 from .context import CallContext
 from .dates import date_properties, local_today, resolve_date_arguments
-from .declaration import SOURCE_REF, Connector, Principal, ResourceRef, Tool
+from .declaration import ANONYMOUS, SOURCE_REF, Connector, Principal, ResourceRef, Tool
 from .envelope import CallRecord, Envelopes
 from .errors import (
     AcpError,
@@ -54,6 +56,9 @@ from .errors import (
 from .protocol import ACP_KEY, METHOD_CONFIGURE, TOOL_AUTOCONTEXT, TOOL_AUTOCONTEXT_DATA, BlockResult, JsonObject
 from .publish import ToolCatalog, capability
 from .results import Delivery, Extraction, Info, extraction_parts
+
+if TYPE_CHECKING:
+    from ._token_sources import BoundSource
 
 log = logging.getLogger("acp")
 _READ_TABLE_TIMEOUT_S = 120.0
@@ -91,6 +96,8 @@ class AcpRuntime:
         self.arguments = ArgumentResolver(connector)
         self.envelopes = Envelopes(connector.id)
         self._stateless = SessionState()
+        self._stateless_bound: dict[str, SessionState] = {}  # per token-bound source: nothing shared between them
+        self.idempotent = IdempotentCalls()
         self._tools = {t.name: t for t in connector.tools}
         self._secret_fields = SecretFields(connector.credentials.schema)
 
@@ -133,10 +140,13 @@ class AcpRuntime:
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.published_tools())
 
-    def _session(self, ctx: ServerRequestContext[Any, Any]) -> SessionState:
+    def _session(self, ctx: ServerRequestContext[Any, Any], bound: BoundSource | None) -> SessionState:
         if not _sdk.has_session(ctx):
             # Stateless requests share one record: it holds no settings (configure is refused there)
-            # and its on_first_call pairs are keyed by credential identity and session_id.
+            # and its on_first_call pairs are keyed by credential identity and session_id. A
+            # token-bound source gets a record of its own.
+            if bound is not None:
+                return self._stateless_bound.setdefault(bound.id, SessionState())
             return self._stateless
         state = _sdk.connection_state(ctx)
         session = state.get(ACP_KEY)
@@ -153,8 +163,11 @@ class AcpRuntime:
                 message="acp/configure needs a session, and this MCP revision (2026-07-28) has none. Send "
                 "credentials, limits and config in params._meta.acp of every tools/call instead.",
             )
+        bound = bound_source(ctx)
         try:
-            return configure(self.limits, self._session(ctx), dict(params.model_extra or {}), self.arguments.principal)
+            return configure(
+                self.limits, self._session(ctx, bound), dict(params.model_extra or {}), self.arguments.principal, bound
+            )
         except InvalidLimit as exc:
             raise MCPError(code=exc.code, message=redact(exc.message), data=exc.data) from None
         except AcpError as exc:
@@ -212,25 +225,31 @@ class AcpRuntime:
         arguments: JsonObject,
         call: CallRecord,
     ) -> types.CallToolResult:
-        session = self._session(ctx)
+        bound = bound_source(ctx)
+        session = self._session(ctx, bound)
         raw_meta = (params.meta or {}).get(ACP_KEY)
         if isinstance(raw_meta, dict) and isinstance(raw_meta.get("credentials"), dict):
             register_secrets(self._secret_fields.values(raw_meta["credentials"]))
         meta = parse_call_meta(raw_meta, self.limits.catalog_names)
         if meta.call_id:
             call.call_id = meta.call_id
-        check_config(self.connector.config_schema, meta.settings.config)
-        eff = self.limits.effective(meta, session.settings)
+        if bound is not None:
+            # The token's source stands in for the host's _meta.acp; the call may only lower limits.
+            bound.check_overrides(meta.settings, "_meta.acp")
+            eff = bound.effective(meta, session.settings, self.limits)
+        else:
+            check_config(self.connector.config_schema, meta.settings.config)
+            eff = self.limits.effective(meta, session.settings)
         if ctx.request is not None:  # HTTP: big tables spill to a file (then a link) while they are written
             eff = replace(eff, inline_max_bytes=min(eff.inline_max_bytes, HTTP_INLINE_MAX_BYTES))
         call.row_limit, call.cost_limit_usd = eff.row_limit, eff.cost_limit_usd
 
         if params.name == TOOL_AUTOCONTEXT:
             call.kind = "autocontext"
-            return await self._autocontext(ctx, session, meta, eff, arguments, call)
+            return await self._autocontext(ctx, session, meta, eff, arguments, call, bound)
         if params.name == TOOL_AUTOCONTEXT_DATA:
             call.kind = "autocontext_data"
-            return self._autocontext_data(arguments, eff, call)
+            return self._autocontext_data(arguments, eff, call, bound)
         tool = self._tools.get(params.name)
         if tool is None:
             available = ", ".join(t.name for t in self.published_tools())
@@ -238,9 +257,13 @@ class AcpRuntime:
         call.kind = tool.kind
         resolver = self.arguments
         args = resolver.check(tool.name, self.catalog.input_schema(tool), tool.validation_schema, arguments)
+        idempotency_key = None if tool.read_only else args.pop(IDEMPOTENCY_KEY, None)
+        written = dict(args)
         window = resolve_date_arguments(args, date_properties(tool.input_schema), local_today())
-        principal = resolver.principal(eff.credentials) if tool.requires_credentials else None
+        principal = self._principal(eff, bound) if tool.requires_credentials else None
         resource = resolver.resource(tool, args.pop("resource_id", None), eff)
+        if bound is not None and resource is not None:
+            bound.require_allowed(resource)
         call.resource_id = resource.id if resource else None
         selection = resolver.selection(tool, args.pop("tables", None), eff)
         call.arguments = dict(args)
@@ -252,7 +275,15 @@ class AcpRuntime:
         cctx = self._context(ctx, eff, principal, resource, call, selection, conversation)
         completed = False
         try:
-            output = await tool.run(args, cctx)
+            if idempotency_key is None:
+                output = await tool.run(args, cctx)
+            else:
+                writer = principal or (bound.scoped(ANONYMOUS) if bound is not None else ANONYMOUS)
+                scope = (writer.identity, tool.name, idempotency_key)
+                digest = fingerprint({"arguments": written, "resource_id": call.resource_id})
+                output, replayed = await self.idempotent.run(scope, digest, lambda: tool.run(args, cctx))
+                if replayed:
+                    call.warnings.append(REPLAYED)
             completed = True
         finally:
             if not completed:
@@ -268,6 +299,32 @@ class AcpRuntime:
             return self.envelopes.info(call, output)
         attached = await self.autocontext.first_call(session, meta, cctx, principal, resource)
         return self._extraction_result(ctx, call, output, eff, tool, selection, window, attached)
+
+    def _principal(self, eff: Effective, bound: BoundSource | None) -> Principal:
+        """Who the call's credentials are; for a token-bound source, scoped to that source (spec 10.1.5)."""
+        principal = self.arguments.principal(eff.credentials)
+        return bound.scoped(principal) if bound is not None else principal
+
+    def _resource_ref(self, text: str, eff: Effective, bound: BoundSource | None) -> ResourceRef:
+        ref = self.arguments.normalize(text, eff.credentials)
+        if bound is not None:
+            bound.require_allowed(ref)
+        return ref
+
+    def _visible(self, eff: Effective, bound: BoundSource | None) -> Callable[[str], bool] | None:
+        """Which listed resources a token-bound source may see (None: every one)."""
+        if bound is None or bound.resources is None:
+            return None
+        source = bound
+
+        def visible(resource_id: str) -> bool:
+            try:
+                ref = self.arguments.normalize(resource_id, eff.credentials)
+            except AcpError:
+                return False
+            return source.allows(ref)
+
+        return visible
 
     def _context(
         self,
@@ -312,10 +369,12 @@ class AcpRuntime:
         )
 
     # -- autocontext (spec 6.3, 7) ---------------------------------------------------------------
-    def _autocontext_data(self, arguments: JsonObject, eff: Effective, call: CallRecord) -> types.CallToolResult:
+    def _autocontext_data(
+        self, arguments: JsonObject, eff: Effective, call: CallRecord, bound: BoundSource | None
+    ) -> types.CallToolResult:
         schema = autocontext_data_schema(self.connector)
         args = self.arguments.check(TOOL_AUTOCONTEXT_DATA, schema, None, arguments)
-        ref = self.arguments.normalize(args["resource_id"], eff.credentials) if args.get("resource_id") else None
+        ref = self._resource_ref(args["resource_id"], eff, bound) if args.get("resource_id") else None
         call.resource_id = ref.id if ref else None
         blocks = [descriptor(b) for b in applicable(self.connector.blocks, ref)]
         return self.envelopes.result("autocontext_data", blocks, self.envelopes.system_info(call))
@@ -328,11 +387,12 @@ class AcpRuntime:
         eff: Effective,
         arguments: JsonObject,
         call: CallRecord,
+        bound: BoundSource | None,
     ) -> types.CallToolResult:
         published, validation = autocontext_schema(self.connector)
         args = self.arguments.check(TOOL_AUTOCONTEXT, published, validation, arguments)
         raw_resource = args.get("resource_id")
-        principal = self.arguments.principal(eff.credentials)
+        principal = self._principal(eff, bound)
         runner = self.autocontext
         requested = args.get("request_data") or []
         chosen = requested_blocks(self.connector.blocks, requested) if requested else None
@@ -342,10 +402,12 @@ class AcpRuntime:
             # blocks are fetched for SOURCE_REF and system_info.resource_id stays null.
             ref = SOURCE_REF
         elif isinstance(raw_resource, str) and raw_resource.strip():
-            ref = self.arguments.normalize(raw_resource, eff.credentials)
+            ref = self._resource_ref(raw_resource, eff, bound)
         else:
             cctx = self._context(ctx, eff, principal, None, call)
-            page, cached = await runner.suggestions(cctx, principal, eff.default_resource_id, args.get("query"))
+            page, cached = await runner.suggestions(
+                cctx, principal, eff.default_resource_id, args.get("query"), self._visible(eff, bound)
+            )
             return self.envelopes.result("autocontext", page, self.envelopes.system_info(call, cached=cached))
         call.resource_id = ref.id if uses_resources else None
         cctx = self._context(ctx, eff, principal, ref if uses_resources else None, call)
@@ -424,6 +486,12 @@ class AcpRuntime:
                 body["table_uri"] = f"{self.http_scheme}://{host}/tables/{self.table_links.publish(path)}"
 
 
+def bound_source(ctx: ServerRequestContext[Any, Any]) -> BoundSource | None:
+    """The source the request's bearer token is bound to (``--sources``), or None."""
+    request = ctx.request
+    return request.scope.get(BOUND_SOURCE_SCOPE_KEY) if request is not None else None
+
+
 def spill_inline_tables(system_data: JsonObject, files: TableFiles, max_bytes: int) -> None:
     """Move inline tables to ``table_uri`` files, largest first, until the rest fit in ``max_bytes`` of JSON.
 
@@ -452,5 +520,8 @@ def _validate_declaration(c: Connector) -> None:
         raise ValueError("tool names must be unique and must not reuse the reserved autocontext tools")
     if c.credentials.required and c.credentials.authenticate is None:
         raise ValueError("a connector with credentials must declare authenticate (spec 7.4 cache rule)")
+    if any(not t.read_only and t.kind != "info" for t in c.tools):
+        # The idempotency key replays a writing call's Info answer; an extraction's tables are single-use.
+        raise ValueError("a writing tool (read_only=False) must answer with Info (kind 'info')")
     if not 0 <= c.defaults.row_limit <= 5000:
         raise ValueError("defaults.row_limit must be between 0 and 5000")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._redaction import register_secrets
 from ._settings import (
@@ -25,6 +25,9 @@ from ._settings import (
 )
 from .declaration import Connector, Principal
 from .protocol import JsonObject
+
+if TYPE_CHECKING:
+    from ._token_sources import BoundSource
 
 CONVERSATIONS_KEPT = 1024
 # The stateless record serves every 2026-07-28 conversation of the process, so it sees far more
@@ -88,21 +91,32 @@ class Limits:
 
 
 def configure(
-    limits: Limits, session: SessionState, raw: JsonObject, identify: Callable[[JsonObject], Principal]
+    limits: Limits,
+    session: SessionState,
+    raw: JsonObject,
+    identify: Callable[[JsonObject], Principal],
+    bound: BoundSource | None = None,
 ) -> JsonObject:
     """Apply one ``acp/configure`` and return its ``effective`` answer (never the credentials).
 
-    Raises the ACP error of the first invalid field, before anything changes.
+    Raises the ACP error of the first invalid field, before anything changes. On a session
+    whose bearer token is bound to a source, only lower limits are accepted, and the answer
+    is that source's (without its config, which is the operator's).
     """
     connector = limits.connector
     if isinstance(raw.get("credentials"), dict):
         register_secrets(secret_values(connector.credentials.schema, raw["credentials"]))
     update = parse_settings(raw, limits.catalog_names)
+    if bound is not None:
+        bound.check_overrides(update, "acp/configure")
     check_config(connector.config_schema, update.config)
     if isinstance(update.credentials, dict):
         identify(update.credentials)
     session.settings = update.over(session.settings)
-    eff = limits.effective(CallMeta(), session.settings)
+    if bound is not None:
+        eff = bound.effective(CallMeta(), session.settings, limits)
+    else:
+        eff = limits.effective(CallMeta(), session.settings)
     out: JsonObject = {
         "row_limit": eff.row_limit,
         "cost_limit_usd": eff.cost_limit_usd,
@@ -112,6 +126,9 @@ def configure(
         "default_resource_id": eff.default_resource_id,
         "config": eff.config,
     }
+    if bound is not None:
+        del out["config"]
+        out["bound_source"] = bound.id  # extension field (spec 12.2): the operator's source, not the host's
     if connector.table_catalog:
         out["tables"] = list(eff.tables) if eff.tables is not None else [e.name for e in connector.table_catalog]
     return {"ok": True, "effective": out}

@@ -2,8 +2,9 @@
 
 :func:`capability` turns a declaration into ``capabilities.experimental.acp``;
 :class:`ToolCatalog` closes each tool's input schema, adds ``resource_id`` and ``tables``
-where the spec says (6.2, 8.7), and builds the MCP tool list in a stable order: the two
-reserved autocontext tools first, then the connector's tools as declared.
+where the spec says (6.2, 8.7) and ``idempotency_key`` on writing tools, and builds the
+MCP tool list in a stable order: the two reserved autocontext tools first, then the
+connector's tools as declared.
 :func:`mcp_tool` builds one MCP tool with honest annotations; the bridge uses it for the
 tools it re-publishes. Nothing here needs a running server.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._autocontext import autocontext_data_schema, autocontext_description, autocontext_schema, resource_argument
+from ._idempotency import IDEMPOTENCY_KEY, key_property
 from .declaration import Connector, Tool
 from .protocol import ACP_VERSION, TOOL_AUTOCONTEXT, TOOL_AUTOCONTEXT_DATA, JsonObject
 
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     import mcp_types as types
 
 __all__ = ["ToolCatalog", "capability", "mcp_tool"]
+
+IDEMPOTENT_RETRY = " To make a retry safe, pass idempotency_key: the same key and arguments never write twice."
 
 
 def capability(connector: Connector) -> JsonObject:
@@ -98,7 +102,8 @@ class ToolCatalog:
         self._tools: list[types.Tool] | None = None
 
     def input_schema(self, tool: Tool) -> JsonObject:
-        """The published input schema: closed, with resource_id and tables where the spec says."""
+        """The published input schema: closed, with resource_id and tables where the spec says, and
+        an optional idempotency_key on a writing tool."""
         cached = self._schemas.get(tool.name)
         if cached is not None:
             return cached
@@ -116,6 +121,8 @@ class ToolCatalog:
                 "description": "Datasets to extract. If omitted, the source defaults are used. "
                 f"Request only what the analysis needs. Tables: {listed}.",
             }
+        if not tool.read_only:
+            properties[IDEMPOTENCY_KEY] = key_property()
         schema: JsonObject = {"type": "object", "properties": properties, "additionalProperties": False}
         if tool.input_schema.get("required"):
             schema["required"] = list(tool.input_schema["required"])
@@ -149,7 +156,7 @@ class ToolCatalog:
             tools.extend(
                 mcp_tool(
                     tool.name,
-                    tool.description,
+                    tool.description if tool.read_only else tool.description + IDEMPOTENT_RETRY,
                     self.input_schema(tool),
                     title=tool.title,
                     read_only=tool.read_only,

@@ -171,7 +171,9 @@ async def test_bearer_token_guards_everything_but_health(toy_http) -> None:
         assert _post(server, INIT)[0] == 401
         status, headers, body = _post(server, INIT, {"authorization": "Bearer wrong-" + token})
         assert status == 401 and "Bearer" in headers.get("www-authenticate", "")
-        assert "ACP_HTTP_TOKEN" in json.loads(body)["message"]
+        refusal = json.loads(body)  # a JSON-RPC error with the request's id, which MCP clients show
+        assert refusal["id"] == 1 and refusal["error"]["code"] == -32001
+        assert "ACP_HTTP_TOKEN" in refusal["error"]["message"]
         # RFC 7235 §2.1: the scheme is case-insensitive, the token is not.
         for scheme in ("bearer", "BEARER"):
             assert _post(server, INIT, {"authorization": f"{scheme} {token}"})[0] == 200
