@@ -431,6 +431,43 @@ async def test_cancellation_reaches_the_source_over_http(toy_http, tmp_path: Pat
             assert again.model_response["identity"] == "toy:team-a"
 
 
+async def test_a_client_that_resets_its_timeout_on_progress_waits_out_a_long_query(toy_http) -> None:
+    """A query longer than the client's read timeout: heartbeats, then rows, keep a client that resets
+    its timeout on progress waiting (the TypeScript SDK's resetTimeoutOnProgress), over real HTTP.
+
+    The installed ``mcp`` client has a progress callback and a read timeout but no reset option,
+    so the reset is done here as that SDK does it: each notification moves the deadline on.
+    """
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
+
+    timeout_s = 1.0
+    long_query = {"rows": 3000, "wait_s": 2.0, "pause_s": 0.2}  # about 2.6 s, no row in the first 2
+    with toy_http(env={"ACP_PROGRESS_HEARTBEAT_S": "0.3"}) as server:
+        async with (
+            streamable_http_client(server.url) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            messages: list[str] = []
+            deadline = anyio.CancelScope(deadline=anyio.current_time() + timeout_s)
+
+            async def reset_on_progress(progress: float, total: float | None, message: str | None) -> None:
+                messages.append(message or "")
+                deadline.deadline = anyio.current_time() + timeout_s
+
+            with deadline:
+                result = await session.call_tool("stream", long_query, progress_callback=reset_on_progress)
+            assert not deadline.cancelled_caught, messages
+            assert not result.is_error
+            assert result.meta is not None and result.meta["acp"]["system_data"]["row_count"] == 3000
+            assert messages[0].startswith("Still running after") and messages[-1].startswith("3,000 rows fetched")
+            # The same call with the same timeout, never reset, fails: the query is longer than the timeout.
+            with pytest.raises(MCPError, match="timed out"):
+                await session.call_tool("stream", long_query, read_timeout_seconds=timeout_s)
+
+
 LARGE_REPORT = {**REPORT, "rows": 12_000}  # about 1.2 MB of rows: past the mcp client's 1 MiB event limit
 
 
