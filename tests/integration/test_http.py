@@ -18,7 +18,7 @@ from http_support import HttpServer, http_server
 from toy_connector import COMMAND as TOY
 from toy_connector import TEST_CREDENTIALS, key_fingerprint
 
-from shared._http import HttpOptions, StartRefused, check_options
+from shared._http import ID_LOOKUP_MAX_BYTES, SESSION_GONE, HttpOptions, StartRefused, check_options
 from shared._runtime import NO_BACK_CHANNEL
 from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostProtocolError, TableReadError
 
@@ -257,6 +257,33 @@ async def test_body_limit_delete_and_get(toy_http) -> None:
         assert gone[0] == 404
         modern_get = _request(server, "/mcp", "GET", {"mcp-protocol-version": "2026-07-28"})
         assert modern_get[0] == 405
+
+
+async def test_errors_before_a_request_is_read_carry_its_id(toy_http) -> None:
+    """A 404 for a deleted or unknown session (and a 400 for a missing one) answers with the request's
+    id, not null, so a client that matches answers by id knows which request failed (JSON-RPC 2.0)."""
+    with toy_http() as server:
+        _, headers, _ = _post(server, INIT)
+        session = {"mcp-session-id": headers["mcp-session-id"]}
+        _post(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        assert _request(server, "/mcp", "DELETE", session)[0] == 200
+        unknown = {"mcp-session-id": "0" * 32}
+        json_only = {"accept": "application/json"}
+        for request_id, extra in ((3, session), ("call-7", session), (4, unknown), (5, {**session, **json_only})):
+            status, answer_headers, body = _post(
+                server, {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}, extra
+            )
+            answer = json.loads(body)
+            assert status == 404 and answer["id"] == request_id, (status, body)
+            assert answer["error"]["message"] == SESSION_GONE
+            assert int(answer_headers["content-length"]) == len(body)
+        # Nothing to echo: a notification, a body that is not a request, one past the lookup limit.
+        padded = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"pad": "x" * ID_LOOKUP_MAX_BYTES}}
+        for request in ({"jsonrpc": "2.0", "method": "notifications/initialized"}, b"{not json", padded):
+            status, _, body = _post(server, request, session)
+            assert status == 404 and json.loads(body)["id"] is None, body
+        missing = _post(server, {"jsonrpc": "2.0", "id": 6, "method": "tools/list"})
+        assert missing[0] == 400 and json.loads(missing[2])["id"] == 6, missing
 
 
 async def test_a_client_that_accepts_only_json(toy_http) -> None:
