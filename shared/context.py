@@ -97,9 +97,10 @@ class CallContext:
         # When the last notification was let through the throttle: a call shorter than the
         # interval sends none, however its rows arrive.
         self._progress_at = self._started
-        self._progress_sent = 0.0  # its progress value: MCP wants each one larger than the last
+        self._progress_sent = 0.0  # the last progress value sent: MCP wants each one larger
         self._progress_total: float | None = None
-        self._progress_lock = anyio.Lock()  # notifications leave in the order their values were chosen
+        # Notifications leave in the order their values were chosen (only needed when there are any).
+        self._progress_lock = anyio.Lock() if report_progress is not None else None
         # State the connector keeps across calls of one conversation (spec 5.2 conversation_id,
         # else session_id), per credential identity: a running spend, an open cursor…
         self.conversation: dict[str, Any] = conversation if conversation is not None else {}
@@ -177,6 +178,7 @@ class CallContext:
         """Send one notification on the event loop; ``done`` None is a heartbeat, which moves the
         progress on by one (MCP: every notification's progress is larger than the last)."""
         assert self._report_progress is not None
+        assert self._progress_lock is not None
         async with self._progress_lock:
             if done is None:
                 done = self._progress_sent + 1
