@@ -167,7 +167,7 @@ class CallContext:
         writers = self._writers
         rows = sum(w.row_count for w in writers)
         expected_rows = [_expected(w) for w in writers]
-        total = None if None in expected_rows else sum(e for e in expected_rows if e is not None)
+        total = None if not writers or None in expected_rows else sum(e for e in expected_rows if e is not None)
         text = f"{rows:,} of {total:,} rows fetched" if total is not None else f"{rows:,} rows fetched"
         pages = sum(w.pages or 0 for w in writers)
         if pages:
