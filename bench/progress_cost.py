@@ -7,10 +7,12 @@ the script alternates:
 
 * **large**: ``SELECT *`` of an N-row × 6-column SQLite table (the table of ``db_extract.py``)
   to a ``table_uri`` file, ``--repeat`` times with a token and as many without;
-* **small**: a 1-row ``SELECT``, ``--calls`` times with a token and as many without.
+* **small**: a 1-row ``SELECT``, ``--calls`` times with a token and as many without;
+* **run_blocking**: in this process, the core's own part of that difference: ``CallContext.run_blocking``
+  of a no-op, with and without a progress reporter (the heartbeat's task group and task).
 
 It prints the medians, the ratio with/without for the large call, the difference in ms for the
-small one, and how many notifications the large call received.
+small one and for ``run_blocking``, and how many notifications the large call received.
 
     .venv/bin/python bench/progress_cost.py [--rows 1000000] [--repeat 3] [--calls 200]
 
@@ -78,6 +80,36 @@ async def measure(rows: int, repeat: int, calls: int, scratch: Path) -> dict[str
     return {"timings": timings, "notifications": notifications}
 
 
+async def measure_run_blocking(calls: int = 3000) -> dict[str, float]:
+    import datetime as dt
+
+    from shared.context import CallContext
+
+    async def reporter(done: float, total: float | None, message: str | None) -> None:
+        return None
+
+    samples: dict[str, list[float]] = {"token": [], "none": []}
+    for _ in range(3):
+        for label, report_progress in (("none", None), ("token", reporter)):
+            for _ in range(calls):
+                ctx = CallContext(
+                    tool="bench",
+                    settings=None,  # run_blocking reads neither settings nor files
+                    principal=None,
+                    resource=None,
+                    call_id="bench",
+                    files=None,
+                    host_tables=False,
+                    read_host_table=None,
+                    today=dt.date.today(),
+                    report_progress=report_progress,
+                )
+                start = time.perf_counter_ns()
+                await ctx.run_blocking(lambda: None)
+                samples[label].append((time.perf_counter_ns() - start) / 1e9)
+    return {label: statistics.median(values) for label, values in samples.items()}
+
+
 def report(rows: int, measured: dict[str, Any]) -> None:
     medians = {key: statistics.median(values) for key, values in measured["timings"].items()}
     ratio = medians["large_token"] / medians["large_none"]
@@ -90,6 +122,11 @@ def report(rows: int, measured: dict[str, Any]) -> None:
     print(
         f"| 1-row SELECT | {medians['small_token'] * 1000:.2f} ms | {medians['small_none'] * 1000:.2f} ms "
         f"| {small_ms:+.2f} ms (target ≤ {TARGET_SMALL_MS} ms: {'met' if small_ms <= TARGET_SMALL_MS else 'NOT met'}) |"
+    )
+    core = measured["run_blocking"]
+    print(
+        f"| run_blocking of a no-op (in process) | {core['token'] * 1e6:.0f} µs | {core['none'] * 1e6:.0f} µs "
+        f"| {(core['token'] - core['none']) * 1e6:+.0f} µs |"
     )
     print(f"\nnotifications per large call: {measured['notifications']}")
     print({key: [round(v, 3) for v in values] for key, values in measured["timings"].items() if "large" in key})
@@ -105,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="acp-bench-progress-") as folder:
         measured = anyio.run(measure, args.rows, args.repeat, args.calls, Path(folder))
+    measured["run_blocking"] = anyio.run(measure_run_blocking)
     report(args.rows, measured)
     return 0
 
