@@ -13,6 +13,8 @@ the same endpoint by the SDK's modern entry. Around it:
   error, so MCP clients show its message;
 * Host/Origin validation against DNS rebinding and a request body limit (the SDK's), a refused
   Host or Origin answered with how to allow it;
+* the JSON-RPC errors the transport answers before reading a request (an unknown or deleted
+  session) carry the request's id, and a closed session says how to open a new one;
 * start-up refusals: a non-loopback bind needs a token (``ACP_HTTP_TOKEN`` or a sources
   file), and TLS or ``--behind-tls-proxy``.
 
@@ -44,7 +46,12 @@ MCP_PATHS = ("/mcp", "/mcp/v1")
 _OPEN_PATHS = frozenset({"/healthz"})
 BOUND_SOURCE_SCOPE_KEY = "acp.bound_source"  # the request's BoundSource, for the runtime
 UNAUTHORIZED = -32001  # JSON-RPC server-error range: the bearer token is missing or not accepted
-_ID_PEEK_BYTES = 64 * 1024  # how much of a refused request's body is read to answer with its id
+# A request body up to this size is read again to find its id for an error answered without it.
+ID_LOOKUP_MAX_BYTES = 256 * 1024
+SESSION_GONE = (
+    "Session not found: it was closed (DELETE) or expired. Start a new one: send initialize without an "
+    "Mcp-Session-Id header."
+)
 
 
 class StartRefused(Exception):
@@ -185,29 +192,10 @@ class BearerAuth:
         else:
             message = f"Unauthorized: send 'Authorization: Bearer <token>' with {which}."
             challenge = b'Bearer realm="acp"'
-        request_id = await _request_id(receive) if scope.get("method") == "POST" else None
+        post = scope.get("method") == "POST"
+        request_id = _request_id(await _RequestBody(receive, scope).read()) if post else None
         body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": UNAUTHORIZED, "message": message}}
         await _json(send, 401, body, extra_headers=[(b"www-authenticate", challenge)])
-
-
-async def _request_id(receive: Receive) -> Any:
-    """The JSON-RPC id of a refused POST, read from at most the body's first 64 KiB (else None)."""
-    body = b""
-    while len(body) <= _ID_PEEK_BYTES:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
-    else:
-        return None
-    try:
-        request = json.loads(body)
-    except ValueError:
-        return None
-    request_id = request.get("id") if isinstance(request, dict) else None
-    return request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
 
 
 _ALLOW_NAME = "restart it with --allowed-host <name> (repeatable) or ACP_ALLOWED_HOSTS=<name>[,...]."
@@ -297,6 +285,113 @@ class JsonOnlyClients:
         await self.app({**scope, "headers": headers}, receive, capture)
 
 
+class RequestIdInErrors:
+    """JSON-RPC errors the SDK's transport answers before it reads the request carry its id.
+
+    A POST to an unknown or deleted session gets 404 with ``"id": null`` (so does a 400 such as a
+    missing session id): a client that matches answers to requests by id cannot tell which request
+    failed. JSON-RPC 2.0 wants the request's id whenever it can be read, so the body (the part the
+    transport read, and the rest up to :data:`ID_LOOKUP_MAX_BYTES`) gives it back; a body that is
+    larger, not JSON or not a request keeps ``null``. A 404 for a session also says what to do next.
+    """
+
+    STATUSES = frozenset({400, 404})
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        request = _RequestBody(receive, scope)
+        start: MutableMapping[str, Any] | None = None
+        body: list[bytes] = []
+
+        async def answer(message: MutableMapping[str, Any]) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start" and message["status"] in self.STATUSES:
+                start = message  # held until the body says whether it is an id-less JSON-RPC error
+                return
+            if start is None:
+                await send(message)
+                return
+            body.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            payload = await self._with_request_id(start["status"], b"".join(body), request)
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+            await send({**start, "headers": [*headers, (b"content-length", str(len(payload)).encode())]})
+            await send({"type": "http.response.body", "body": payload})
+
+        await self.app(scope, request.receive, answer)
+
+    @staticmethod
+    async def _with_request_id(status: int, payload: bytes, request: _RequestBody) -> bytes:
+        try:
+            error = json.loads(payload)
+        except ValueError:
+            return payload
+        if not (isinstance(error, dict) and error.get("id", 0) is None and isinstance(error.get("error"), dict)):
+            return payload
+        request_id = _request_id(await request.read())
+        if request_id is None and status != 404:
+            return payload
+        error["id"] = request_id
+        if status == 404 and "session" in str(error["error"].get("message", "")).lower():
+            error["error"]["message"] = SESSION_GONE
+        return json.dumps(error).encode()
+
+
+class _RequestBody:
+    """An ASGI ``receive`` that keeps what the app read, and can read the rest later (bounded)."""
+
+    def __init__(self, receive: Receive, scope: Scope) -> None:
+        self._receive = receive
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._complete = False
+        length = dict(scope.get("headers", [])).get(b"content-length", b"")
+        self._too_large = length.isdigit() and int(length) > ID_LOOKUP_MAX_BYTES
+
+    async def receive(self) -> MutableMapping[str, Any]:
+        message = await self._receive()
+        self._keep(message)
+        return message
+
+    def _keep(self, message: MutableMapping[str, Any]) -> None:
+        if message["type"] != "http.request":
+            self._complete = True  # a disconnect: nothing more will come
+            return
+        chunk = message.get("body", b"")
+        self._size += len(chunk)
+        if self._size > ID_LOOKUP_MAX_BYTES:
+            self._too_large = True
+        elif not self._too_large:
+            self._chunks.append(chunk)
+        self._complete = not message.get("more_body", False)
+
+    async def read(self) -> bytes | None:
+        """The whole body, or None past the size limit."""
+        while not self._complete and not self._too_large:
+            self._keep(await self._receive())
+        return None if self._too_large else b"".join(self._chunks)
+
+
+def _request_id(body: bytes | None) -> str | int | None:
+    """The id of a JSON-RPC request body, when it is one."""
+    if not body:
+        return None
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
+        return None
+    request_id = message.get("id")
+    return request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
+
+
 def _accepts_only_json(scope: Scope) -> bool:
     accept = dict(scope["headers"]).get(b"accept", b"").lower()
     return b"application/json" in accept and b"text/event-stream" not in accept
@@ -368,7 +463,7 @@ def build_app(runtime: AcpRuntime, options: HttpOptions) -> ASGIApp:
             async with server.session_manager.run():
                 yield
 
-    routes = [Route(path, endpoint=RebindingHints(JsonOnlyClients(mcp_app))) for path in MCP_PATHS]
+    routes = [Route(path, endpoint=RebindingHints(JsonOnlyClients(RequestIdInErrors(mcp_app)))) for path in MCP_PATHS]
     routes += [Route("/healthz", health, methods=["GET"]), Route("/tables/{token}", table, methods=["GET"])]
     app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
     if options.token or options.sources is not None:

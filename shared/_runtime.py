@@ -40,7 +40,7 @@ from ._redaction import redact, register_secrets
 from ._session import Limits, SessionState, configure
 from ._settings import SYSTEM_CHANNEL_KEYS, CallMeta, Effective, SecretFields, check_config, parse_call_meta
 from ._tablefiles import TableFiles, TableLinks, uri_path
-from .context import CallContext
+from .context import HEARTBEAT_S, CallContext
 from .dates import date_properties, local_today, resolve_date_arguments
 from .declaration import ANONYMOUS, SOURCE_REF, Connector, Principal, ResourceRef, Tool
 from .envelope import CallRecord, Envelopes
@@ -80,6 +80,7 @@ class AcpRuntime:
         _validate_declaration(connector)
         self.connector = connector
         self.files = TableFiles.from_environment(connector.id, env)
+        self.heartbeat_s = float(env.get("ACP_PROGRESS_HEARTBEAT_S") or HEARTBEAT_S)
         cache_root = Path(env["ACP_CACHE_DIR"]) / connector.id if env.get("ACP_CACHE_DIR") else None
         self.proven = ProvenCredentials()
         self.autocontext = AutocontextRunner(
@@ -366,6 +367,7 @@ class AcpRuntime:
             tables_selected=selection,
             report_progress=_sdk.progress_reporter(ctx),
             conversation=conversation,
+            heartbeat_s=self.heartbeat_s,
         )
 
     # -- autocontext (spec 6.3, 7) ---------------------------------------------------------------

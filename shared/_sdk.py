@@ -2,7 +2,8 @@
 
 See ../shared/notes/mcp-sdk.md. Server side: per-connection state lives on a private
 attribute, the stock stdio loop drops malformed JSON without the JSON-RPC -32700 answer,
-and ``acp/read_table`` needs a request model of its own. Client side (:mod:`shared.host`):
+``acp/read_table`` needs a request model of its own, and a stdio client that stops reading
+needs the SDK's private stdout claim to be told apart from a crash. Client side (:mod:`shared.host`):
 the SDK's ``ClientSession`` can neither declare an experimental capability nor answer a
 custom server request, offering a chosen handshake version needs ``adopt``, and the SDK's
 HTTP client factory lives in a private module. ``pyproject.toml`` pins ``mcp<2.4`` so these
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import anyio
 import httpx2
@@ -102,12 +104,48 @@ async def read_table(ctx: ServerRequestContext[Any, Any], params: dict[str, Any]
     return result.model_dump(by_alias=True, exclude_none=True)
 
 
-async def serve_stdio_handshake_era(server: Server[Any], init_options: Any) -> None:
-    """Serve stdio in the handshake era (see :func:`serve_handshake_era`)."""
-    from mcp.server.stdio import stdio_server
+class _ClientWire(anyio.AsyncFile[str]):
+    """The stdout the SDK writes answers to, where a client that went away (its end closed: a
+    broken pipe) calls ``client_gone`` instead of failing the SDK's writer task, which ends the
+    process with code 1 and an ExceptionGroup traceback once stdin closes (and never while the
+    client keeps stdin open, as a thread stays blocked reading it)."""
 
-    async with stdio_server() as (read_stream, write_stream):
-        await serve_handshake_era(server, init_options, read_stream, write_stream)
+    def __init__(self, fp: Any, client_gone: Callable[[], NoReturn]) -> None:
+        super().__init__(fp)
+        self._client_gone = client_gone
+
+    async def write(self, text: str) -> int:
+        try:
+            return await super().write(text)
+        except (BrokenPipeError, ConnectionResetError):
+            self._client_gone()
+
+    async def flush(self) -> None:
+        try:
+            await super().flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self._client_gone()
+
+
+async def serve_stdio_handshake_era(
+    server: Server[Any], init_options: Any, client_gone: Callable[[], NoReturn]
+) -> None:
+    """Serve stdio in the handshake era (see :func:`serve_handshake_era`); ``client_gone`` runs
+    on the event loop when an answer cannot be written because the client closed its end.
+
+    stdout is claimed as ``stdio_server`` claims it (fd 1 then points at stderr, so stray output
+    misses the wire), with the SDK's private helpers: an explicit stdout skips its claim.
+    """
+    from mcp.server import stdio
+
+    buffer, release = stdio._claim_fd(1, sys.stdout, "wb", stdio._open_stdout_diversion)
+    stdout = _ClientWire(stdio._UnownedTextWrapper(buffer, encoding="utf-8"), client_gone)
+    try:
+        async with stdio.stdio_server(stdout=stdout) as (read_stream, write_stream):
+            await serve_handshake_era(server, init_options, read_stream, write_stream)
+    finally:
+        if release is not None:
+            release()
 
 
 async def serve_handshake_era(server: Server[Any], init_options: Any, read_stream: Any, write_stream: Any) -> None:

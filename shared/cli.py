@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import gc
+import logging
 import os
 import signal
 import sys
@@ -98,7 +99,7 @@ def main(connector: Connector, argv: Sequence[str] | None = None) -> None:
     # the spot, so exit handlers (removing the private table folder) would never run.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        anyio.run(serve_stdio_handshake_era, server, server.create_initialization_options())
+        anyio.run(serve_stdio_handshake_era, server, server.create_initialization_options(), _client_gone)
     except KeyboardInterrupt:
         sys.exit(130)
 
@@ -161,7 +162,18 @@ def _hash_token() -> int:
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
+    _leave(128 + signum)
+
+
+def _client_gone() -> NoReturn:
+    # Not an error of this server: the client closed its end of stdout (it exited, or gave up on
+    # the answer). Nothing can reach it any more, so the process ends, with code 0.
+    logging.getLogger("acp").warning("The client went away (stdout closed) while an answer was being written; exiting.")
+    _leave(0)
+
+
+def _leave(code: int) -> NoReturn:
     # Run the exit handlers, then leave at once: a normal exit would wait for the worker thread
-    # that is blocked reading stdin, which the host has not closed.
+    # that is blocked reading stdin, which the host may not have closed.
     atexit._run_exitfuncs()
-    os._exit(128 + signum)
+    os._exit(code)

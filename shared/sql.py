@@ -5,6 +5,8 @@
   side-effect or file function and no relation that reads server files or has side effects.
   It is one layer of several; the engine's read-only mode and the driver enforce the rest.
 * :func:`date_literals` finds the key dates of a query for ``model_response.dates``.
+* :func:`describe_syntax_error` turns sqlglot's parse and tokenizer errors into words for the
+  model: what is wrong and where, without sqlglot's terminal escape codes or class names.
 """
 
 from __future__ import annotations
@@ -148,7 +150,7 @@ def check_query_only(
     try:
         tokens = engine.tokenize(sql)
     except TokenError as exc:
-        raise _unparsable(exc, None) from None
+        raise _unparsable(exc, sql, None) from None
     _check_tokens(tokens, forbidden)
     dates = _dates_in(tokens)
     try:
@@ -156,7 +158,7 @@ def check_query_only(
     except ParseError as exc:
         # Fail closed: what the checker cannot read, it cannot vouch for (a superuser reached
         # pg_read_file through syntax the parser does not know).
-        raise _unparsable(exc, tokens) from None
+        raise _unparsable(exc, sql, tokens) from None
     # A comment after the last ";" parses as a Semicolon node: it is not a statement.
     statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     if not statements:
@@ -192,18 +194,165 @@ def check_query_only(
 _QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "L_PAREN"})
 
 
-def _unparsable(exc: Exception, tokens: list[Any] | None) -> AcpError:
+def _unparsable(exc: Exception, sql: str, tokens: list[Any] | None) -> AcpError:
     """Refuse SQL the checker cannot read: a query with a syntax error is the model's to fix
     (ACP_INVALID_ARGUMENTS); anything else, or several statements, is refused as a write."""
-    detail = " ".join(str(exc).split())[:160]
+    detail = describe_syntax_error(exc, sql)
     kinds = [t.token_type.name for t in tokens or []]
     several = "SEMICOLON" in kinds[:-1] and kinds.index("SEMICOLON") < len(kinds) - 1
     if tokens and kinds[0] in _QUERY_STARTS and not several:
-        return InvalidArguments(f"The SQL has a syntax error ({detail}). Fix it and call again.")
+        return InvalidArguments(f"The SQL has a syntax error {detail}. Fix it and call again.")
     return ReadOnlyViolation(
-        "This ACP runs only SQL it can check as one read-only query, and this SQL could not be read as one "
-        f"({detail}). Write it as a single plain SELECT."
+        "This ACP runs only SQL it can check as one read-only query, and this SQL could not be read as one: "
+        f"syntax error {detail}. Write it as a single plain SELECT."
     )
+
+
+# -- syntax errors in words ----------------------------------------------------------------------
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CLASS = re.compile(r"<class '(?:[\w]+\.)*(\w+)'>")
+_TOKEN_REPR = re.compile(
+    r"<Token token_type: [\w.]+, text: (.*?), line: \d+, col: \d+, start: \d+, end: \d+, comments: .*?>"
+)
+_MISSING_PART = re.compile(r"^Required keyword: '\w+' missing for <class '(?:\w+\.)*(\w+)'>$")
+_TOO_MANY_ARGUMENTS = re.compile(r"^The number of provided arguments \((\d+)\) is greater than .*\((\d+)\)$")
+_EXPECTING = re.compile(r"^Expect(?:ing|ed) (.+)$")
+_UNCLOSED = re.compile(r"^Missing (.+) from \d+:(\d+)$")
+_BAD_NUMBER = re.compile(r"^Numeric string contains invalid characters from \d+:(\d+)$")
+# sqlglot expression classes the model knows as clauses.
+_CLAUSES = {
+    "Where": "WHERE clause",
+    "Having": "HAVING clause",
+    "Group": "GROUP BY clause",
+    "Order": "ORDER BY clause",
+    "Limit": "LIMIT clause",
+    "Offset": "OFFSET clause",
+    "From": "FROM clause",
+    "Join": "JOIN",
+    "Qualify": "QUALIFY clause",
+    "Case": "CASE expression",
+    "If": "WHEN … THEN branch",
+    "Cast": "CAST",
+    "TryCast": "TRY_CAST",
+    "In": "IN list",
+    "Between": "BETWEEN",
+    "Alias": "alias (AS)",
+    "Window": "window (OVER)",
+    "Union": "UNION",
+    "Intersect": "INTERSECT",
+    "Except": "EXCEPT",
+}
+_EXCERPT_BEFORE, _EXCERPT_AFTER = 40, 24
+
+
+def describe_syntax_error(exc: Exception, sql: str) -> str:
+    """Where and why sqlglot could not read ``sql``, as words to follow "syntax error":
+    ``at line 1, column 17 ("WHERE" in "SELECT * FROM t WHERE"): the WHERE clause is incomplete:
+    a part it needs is missing``. For a ``ParseError`` or ``TokenError`` (any other error gives its cleaned text);
+    the result never holds terminal escape codes, Python class names or sqlglot's name.
+    """
+    from sqlglot.errors import ParseError, TokenError
+
+    if isinstance(exc, ParseError) and exc.errors:
+        first = exc.errors[0]
+        highlight = _clean(str(first.get("highlight") or ""))
+        start = _parse_error_offset(sql, first, str(first.get("highlight") or ""))
+        return _at(sql, start, highlight, _parse_problem(str(first.get("description") or ""), highlight))
+    if isinstance(exc, TokenError):
+        start, problem = _token_problem(exc, sql)
+        return _at(sql, start, None, problem)
+    return f"({_clean(str(exc))[:200]})"
+
+
+def _at(sql: str, start: int | None, highlight: str | None, problem: str) -> str:
+    if start is None:
+        return f"({problem})" if problem else ""
+    line = sql.count("\n", 0, start) + 1
+    column = start - (sql.rfind("\n", 0, start) + 1) + 1
+    end = start + len(highlight or "")
+    before, after = sql[max(start - _EXCERPT_BEFORE, 0) : start], sql[end : end + _EXCERPT_AFTER]
+    excerpt = " ".join((before + sql[start:end] + after).split())
+    if start > _EXCERPT_BEFORE:
+        excerpt = "…" + excerpt
+    if end + _EXCERPT_AFTER < len(sql):
+        excerpt += "…"
+    spot = f'"{highlight}" in ' if highlight and highlight.strip() else "near "
+    near = f' ({spot}"{excerpt}")' if excerpt else ""
+    return f"at line {line}, column {column}{near}: {problem}"
+
+
+def _parse_error_offset(sql: str, error: dict[str, Any], highlight: str) -> int | None:
+    """Where the highlighted token starts: sqlglot gives the line and the column of its last character."""
+    line, col = error.get("line"), error.get("col")
+    if isinstance(line, int) and isinstance(col, int) and line >= 1:
+        line_start = 0
+        for _ in range(line - 1):
+            line_start = sql.find("\n", line_start) + 1
+            if line_start == 0:
+                break
+        else:
+            start = line_start + col - len(highlight)
+            if start >= 0 and sql[start : start + len(highlight)] == highlight:
+                return start
+    found = sql.find(str(error.get("start_context") or "") + highlight)
+    return found + len(str(error.get("start_context") or "")) if found >= 0 else None
+
+
+def _parse_problem(description: str, highlight: str) -> str:
+    missing = _MISSING_PART.match(description)
+    if missing:
+        kind = missing.group(1)
+        if kind in _CLAUSES:
+            return f"the {_CLAUSES[kind]} is incomplete: a part it needs is missing"
+        if _is_expression(kind, "Binary"):
+            return "an operator is missing the value on one of its sides"
+        if _is_expression(kind, "Func"):
+            return "a function call is missing an argument it needs"
+        return "the statement is incomplete here: a part it needs is missing"
+    too_many = _TOO_MANY_ARGUMENTS.match(description)
+    if too_many:
+        given, most = too_many.groups()
+        return f"a function gets {given} arguments and takes at most {most}"
+    if description == "Invalid expression / Unexpected token":
+        return f'"{highlight}" is not expected here' if highlight.strip() else "the SQL ends too early"
+    expecting = _EXPECTING.match(description)
+    if expecting:
+        wanted = _clean(expecting.group(1))
+        return f"{wanted} is expected" if len(wanted) > 2 else f'"{wanted}" is expected'
+    return _clean(description)[:200] or "the SQL cannot be read here"
+
+
+def _is_expression(name: str, base: str) -> bool:
+    from sqlglot import exp
+
+    kind, parent = getattr(exp, name, None), getattr(exp, base)
+    return isinstance(kind, type) and issubclass(kind, parent)
+
+
+def _token_problem(exc: Exception, sql: str) -> tuple[int | None, str]:
+    cause = str(exc.__cause__ or "")
+    unclosed = _UNCLOSED.match(cause)
+    if unclosed:
+        delimiter, offset = unclosed.groups()
+        return int(offset), f"a quoted text or name starts here and is never closed (no closing {delimiter})"
+    bad_number = _BAD_NUMBER.match(cause)
+    if bad_number:
+        return int(bad_number.group(1)), "a hexadecimal or binary literal holds characters it cannot"
+    if isinstance(exc.__cause__, IndexError):
+        return len(sql), "the SQL ends in the middle of something (an unclosed comment, quote or bracket?)"
+    # The tokenizer quotes the SQL from 50 characters before the failing one to 50 after.
+    start, end = getattr(exc, "start", None), getattr(exc, "end", None)
+    if isinstance(start, int) and start > 0:
+        return min(start + 50, len(sql)), "the SQL cannot be split into words and symbols here"
+    if isinstance(end, int) and end < len(sql) - 1:
+        return max(end - 50, 0), "the SQL cannot be split into words and symbols here"
+    return None, "the SQL cannot be split into words and symbols (an unclosed quote or comment?)"
+
+
+def _clean(text: str) -> str:
+    """sqlglot's text without terminal escape codes, class or token reprs, or its own name."""
+    text = _TOKEN_REPR.sub(r"\1", _CLASS.sub(r"\1", _ANSI.sub("", text)))
+    return " ".join(text.replace("sqlglot.", "").split())
 
 
 def _check_tokens(tokens: list[Any], forbidden: _Names) -> None:

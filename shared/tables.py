@@ -41,6 +41,8 @@ from .values import (
 )
 
 Row = Mapping[str, Any] | Sequence[Any]
+# Told each time the writer stored rows (``final`` once, from finish); see CallContext's progress.
+RowsListener = Callable[["TableWriter", bool], None]
 _NONFINITE = 256  # a float NaN/Infinity delivered as null
 _ISO_TEXTS, _ISO_SPACED = "iso", "iso-spaced"  # converter plan entries, next to the column types
 _BATCH = 2000  # rows converted and encoded together on the fast path
@@ -235,6 +237,11 @@ class TableWriter:
 
         while (size := writer.fetch_size(batch)) and (rows := cursor.fetchmany(size)):
             writer.extend(rows)
+
+    Progress comes with it: when the client asked for progress, the writer tells its call each
+    time rows are stored, and the call reports the rows so far (MCP ``notifications/progress``).
+    A source that knows more says so in :attr:`expected_rows` (the rows the whole result has)
+    and :attr:`pages` (pages read so far) before it hands over the rows.
     """
 
     def __init__(
@@ -251,9 +258,12 @@ class TableWriter:
         primary: bool = False,
         cancelled: threading.Event | None = None,
         max_rows: int | None = None,
+        on_rows: RowsListener | None = None,
     ) -> None:
         self.name = name
         self.max_rows = max_rows
+        self.expected_rows: int | None = None
+        self.pages: int | None = None
         self.title = title
         self.description = description
         self.dates = list(dates) if dates is not None else None
@@ -262,6 +272,7 @@ class TableWriter:
         self._budget = budget
         self._files = files
         self._cancelled = cancelled or threading.Event()
+        self._on_rows = on_rows
         self._names: list[str] = []
         self._index: dict[str, int] = {}
         self._declared: list[ColumnType | None] = []
@@ -276,6 +287,7 @@ class TableWriter:
         # the one batch being written, the same buffer reused so that its memory stays warm.
         self._json = io.BytesIO()
         self._bytes = 1  # "[" and "]", minus the comma the first row does not need
+        self._encoded = 0  # bytes of JSON encoded so far, inline or spilled
         self._min_width = 0  # fewest columns any encoded row had: a lower count needs a rewrite
         self._path: Path | None = None
         self._file: BinaryIO | None = None
@@ -335,6 +347,11 @@ class TableWriter:
     def row_count(self) -> int:
         """Rows kept so far (never more than ``max_rows``)."""
         return self._count
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes of JSON the rows so far take (what the table weighs, inline or in its file)."""
+        return self._encoded
 
     @property
     def capped(self) -> bool:
@@ -541,15 +558,18 @@ class TableWriter:
         if self._file is not None:
             buffer.seek(0)
         size = jsonio.write_rows(buffer, self._names, batch)
+        self._encoded += size
         if self._file is not None:
             with buffer.getbuffer() as view, view[: buffer.tell()] as encoded:
                 self._file.write(encoded)
-            return
-        assert self._rows is not None
-        self._rows.extend(batch)
-        self._bytes += size
-        if self._bytes > self._budget.inline_max_bytes:
-            self._spill()
+        else:
+            assert self._rows is not None
+            self._rows.extend(batch)
+            self._bytes += size
+            if self._bytes > self._budget.inline_max_bytes:
+                self._spill()
+        if self._on_rows is not None:
+            self._on_rows(self, False)
 
     def _spill(self) -> None:
         path, handle = self._files.create()
@@ -577,6 +597,8 @@ class TableWriter:
         if self._finished:
             raise RuntimeError("table already finished")
         self._finished = True
+        if self._on_rows is not None:
+            self._on_rows(self, True)
         types = [self._final_type(i) for i in range(len(self._names))]
         fixers = self._fixers(types)
         width = len(self._names)

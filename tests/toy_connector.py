@@ -298,6 +298,23 @@ async def sleep(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
     return Extraction(tables=[table], description="Toy sleep.")
 
 
+async def stream(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
+    """Thinks for ``wait_s`` without a row (a long aggregation), then streams ``rows`` rows in
+    batches of 1000, ``pause_s`` apart (a cursor fetching over a slow network)."""
+    wait_s, pause_s, count = float(arguments.get("wait_s", 0)), float(arguments.get("pause_s", 0)), arguments["rows"]
+
+    def work() -> Any:
+        time.sleep(wait_s)
+        writer = ctx.table(columns=[{"name": "n", "type": "integer"}, {"name": "label", "type": "string"}])
+        for start in range(0, count, 1000):
+            writer.extend([(n, f"row {n}") for n in range(start, min(start + 1000, count))])
+            time.sleep(pause_s)
+        return writer.finish()
+
+    table = await ctx.run_blocking(work)
+    return Extraction(tables=[table], description="Toy stream of numbered rows.")
+
+
 async def tally(arguments: dict[str, Any], ctx: CallContext) -> Info:
     """Counts its calls per conversation and reports progress while it works."""
     steps = int(arguments.get("steps", 1))
@@ -380,6 +397,22 @@ TOOLS = (
         kind="extraction",
         run=sleep,
         input_schema={"properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
+    ),
+    Tool(
+        name="stream",
+        description="Waits, then streams numbered rows in batches.",
+        kind="extraction",
+        run=stream,
+        requires_resource=False,
+        requires_credentials=False,
+        input_schema={
+            "properties": {
+                "rows": {"type": "integer", "minimum": 0, "maximum": 2000000},
+                "wait_s": {"type": "number", "minimum": 0},
+                "pause_s": {"type": "number", "minimum": 0},
+            },
+            "required": ["rows"],
+        },
     ),
     Tool(name="crash", description="Fails with an untyped exception.", run=crash, requires_resource=False),
     Tool(

@@ -81,6 +81,21 @@ def reads_in_sql(sql: str, project: str, dataset: str | None) -> SqlReads | None
     return reads
 
 
+def _unreadable(sql: str) -> str:
+    """Why :func:`reads_in_sql` could not read the SQL (BigQuery's dry run accepted it: the checker's
+    parser is the one that stopped)."""
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
+    from shared.sql import describe_syntax_error
+
+    try:
+        sqlglot.parse(sql, read="bigquery")
+    except SqlglotError as exc:
+        return f"the checker's parser stopped {describe_syntax_error(exc, sql)}"
+    return "it uses syntax the checker does not model, such as scripting"
+
+
 def _routine_called(node: exp.Expr, project: str) -> str | None:
     """``project.dataset.routine`` when ``node`` calls a function by a dataset-qualified name.
 
@@ -130,8 +145,8 @@ def check_allowed(
     reads = reads_in_sql(sql, project, dataset)
     if reads is None:
         raise InvalidArguments(
-            "This source only allows some datasets, and this query could not be checked against them. "
-            "Send one plain SELECT with fully qualified table names."
+            f"This source only allows some datasets, and this query could not be checked against them "
+            f"({_unreadable(sql)}). Send one plain SELECT with fully qualified table names."
         )
     if reads.functions:
         # A table function reads tables the SQL does not name; the dry run's list of them may be truncated.

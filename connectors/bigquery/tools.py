@@ -148,9 +148,9 @@ async def execute_query(arguments: dict[str, Any], ctx: CallContext) -> Extracti
         writer = ctx.table(title=f"BigQuery · {ref.id}")  # stops at max_rows, with its warning
 
         def on_page(rows: Any, seen: int, total: int) -> bool:
+            # The writer reports the rows as they arrive (progress), out of the job's total.
+            writer.expected_rows, writer.pages = total, (writer.pages or 0) + 1
             writer.extend(rows)
-            expected = min(total, writer.max_rows or total)
-            ctx.progress(min(seen, expected), expected, f"{writer.row_count} of {total} rows read")
             return not writer.capped
 
         outcome = api.run_query(

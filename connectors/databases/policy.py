@@ -90,14 +90,16 @@ class Hidden:
         from sqlglot import exp
         from sqlglot.errors import ParseError, TokenError
 
+        from shared.sql import describe_syntax_error
+
         try:
             statements = [
                 s for s in _parse(sql, self.engine.dialect) if s is not None and not isinstance(s, exp.Semicolon)
             ]
-        except (ParseError, TokenError):
-            raise _cannot_check() from None
+        except (ParseError, TokenError) as exc:
+            raise _cannot_check(f"syntax error {describe_syntax_error(exc, sql)}") from None
         if len(statements) != 1:
-            raise _cannot_check()
+            raise _cannot_check("it holds several statements")
         refusal = self._refusal(statements[0], default_schema)
         if refusal is not None:
             raise refusal
@@ -215,8 +217,8 @@ def _hidden(what: str) -> InvalidArguments:
     )
 
 
-def _cannot_check() -> InvalidArguments:
+def _cannot_check(why: str) -> InvalidArguments:
     return InvalidArguments(
-        "This source hides some tables or columns, and this query could not be checked against them. "
+        f"This source hides some tables or columns, and this query could not be checked against them ({why}). "
         "Send one plain SELECT that the checker can parse."
     )

@@ -18,7 +18,7 @@ from http_support import HttpServer, http_server
 from toy_connector import COMMAND as TOY
 from toy_connector import TEST_CREDENTIALS, key_fingerprint
 
-from shared._http import HttpOptions, StartRefused, check_options
+from shared._http import ID_LOOKUP_MAX_BYTES, SESSION_GONE, HttpOptions, StartRefused, check_options
 from shared._runtime import NO_BACK_CHANNEL
 from shared.host import ACP_HOST_CAPABILITY, AcpHost, HostProtocolError, TableReadError
 
@@ -261,6 +261,33 @@ async def test_body_limit_delete_and_get(toy_http) -> None:
         assert modern_get[0] == 405
 
 
+async def test_errors_before_a_request_is_read_carry_its_id(toy_http) -> None:
+    """A 404 for a deleted or unknown session (and a 400 for a missing one) answers with the request's
+    id, not null, so a client that matches answers by id knows which request failed (JSON-RPC 2.0)."""
+    with toy_http() as server:
+        _, headers, _ = _post(server, INIT)
+        session = {"mcp-session-id": headers["mcp-session-id"]}
+        _post(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        assert _request(server, "/mcp", "DELETE", session)[0] == 200
+        unknown = {"mcp-session-id": "0" * 32}
+        json_only = {"accept": "application/json"}
+        for request_id, extra in ((3, session), ("call-7", session), (4, unknown), (5, {**session, **json_only})):
+            status, answer_headers, body = _post(
+                server, {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}, extra
+            )
+            answer = json.loads(body)
+            assert status == 404 and answer["id"] == request_id, (status, body)
+            assert answer["error"]["message"] == SESSION_GONE
+            assert int(answer_headers["content-length"]) == len(body)
+        # Nothing to echo: a notification, a body that is not a request, one past the lookup limit.
+        padded = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"pad": "x" * ID_LOOKUP_MAX_BYTES}}
+        for request in ({"jsonrpc": "2.0", "method": "notifications/initialized"}, b"{not json", padded):
+            status, _, body = _post(server, request, session)
+            assert status == 404 and json.loads(body)["id"] is None, body
+        missing = _post(server, {"jsonrpc": "2.0", "id": 6, "method": "tools/list"})
+        assert missing[0] == 400 and json.loads(missing[2])["id"] == 6, missing
+
+
 async def test_a_client_that_accepts_only_json(toy_http) -> None:
     # It declares host_tables, as an ACP host would, to show that what it lacks is the stream.
     init = {**INIT, "params": {**INIT["params"], "capabilities": {"experimental": {"acp": ACP_HOST_CAPABILITY}}}}
@@ -431,6 +458,43 @@ async def test_cancellation_reaches_the_source_over_http(toy_http, tmp_path: Pat
             assert "stopped at source" in log.read_text("utf-8")
             again = await host.call("whoami", {}, {"credentials": TEST_CREDENTIALS})
             assert again.model_response["identity"] == "toy:team-a"
+
+
+async def test_a_client_that_resets_its_timeout_on_progress_waits_out_a_long_query(toy_http) -> None:
+    """A query longer than the client's read timeout: heartbeats, then rows, keep a client that resets
+    its timeout on progress waiting (the TypeScript SDK's resetTimeoutOnProgress), over real HTTP.
+
+    The installed ``mcp`` client has a progress callback and a read timeout but no reset option,
+    so the reset is done here as that SDK does it: each notification moves the deadline on.
+    """
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
+
+    timeout_s = 1.0
+    long_query = {"rows": 3000, "wait_s": 2.0, "pause_s": 0.2}  # about 2.6 s, no row in the first 2
+    with toy_http(env={"ACP_PROGRESS_HEARTBEAT_S": "0.3"}) as server:
+        async with (
+            streamable_http_client(server.url) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            messages: list[str] = []
+            deadline = anyio.CancelScope(deadline=anyio.current_time() + timeout_s)
+
+            async def reset_on_progress(progress: float, total: float | None, message: str | None) -> None:
+                messages.append(message or "")
+                deadline.deadline = anyio.current_time() + timeout_s
+
+            with deadline:
+                result = await session.call_tool("stream", long_query, progress_callback=reset_on_progress)
+            assert not deadline.cancelled_caught, messages
+            assert not result.is_error
+            assert result.meta is not None and result.meta["acp"]["system_data"]["row_count"] == 3000
+            assert messages[0].startswith("Still running after") and messages[-1].startswith("3,000 rows fetched")
+            # The same call with the same timeout, never reset, fails: the query is longer than the timeout.
+            with pytest.raises(MCPError, match="timed out"):
+                await session.call_tool("stream", long_query, read_timeout_seconds=timeout_s)
 
 
 LARGE_REPORT = {**REPORT, "rows": 12_000}  # about 1.2 MB of rows: past the mcp client's 1 MiB event limit

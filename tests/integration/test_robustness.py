@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -220,3 +221,39 @@ async def test_sigterm_exits_in_order_and_removes_the_private_table_folder(toy_s
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=10)  # its exit code belongs to the SDK's client, which spawned it
         assert not folder.exists()  # with Python's default SIGTERM the folder stays behind
+
+
+def test_a_stdio_client_that_goes_away_mid_answer_is_left_quietly(tmp_path: Path) -> None:
+    """The client closes its end of stdout before reading the answers (it exited, or gave up): the server
+    leaves by itself, even with stdin still open, with code 0, one JSON log line, no traceback, and its
+    exit handlers run (the private table folder goes)."""
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(system_tmp), "TOY_STATE_DIR": str(tmp_path)}
+    if "PYTHONPATH" in os.environ:  # a server started from a worktree imports that worktree's core
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    process = subprocess.Popen(TOY, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    try:
+        process.stdin.write(json.dumps(INIT).encode() + b"\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1
+        calls = [
+            {"name": "stream", "arguments": {"rows": 500}, "_meta": {"acp": {"inline_max_bytes": 1000}}},  # a file
+            {"name": "stream", "arguments": {"rows": 50_000}},  # about 1.5 MB inline
+        ]
+        lines = [{"jsonrpc": "2.0", "method": "notifications/initialized"}]
+        lines += [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": p} for i, p in enumerate(calls, 2)]
+        process.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+        process.stdin.flush()
+        process.stdout.close()
+        code = process.wait(timeout=30)  # stdin stays open: the server must not wait for its EOF
+        stderr = process.stderr.read().decode()
+    finally:
+        process.kill()
+        process.wait()
+    assert code == 0, stderr
+    [line] = stderr.splitlines()
+    record = json.loads(line)
+    assert record["level"] == "warning" and "client went away" in record["msg"]
+    assert list(system_tmp.iterdir()) == []

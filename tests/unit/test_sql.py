@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from shared.errors import InvalidArguments, ReadOnlyViolation
-from shared.sql import check_query_only, date_literals
+from shared.errors import AcpError, InvalidArguments, ReadOnlyViolation
+from shared.sql import check_query_only, date_literals, describe_syntax_error
 
 DIALECT = "sqlite"
 FORBIDDEN = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
@@ -262,3 +264,102 @@ def test_date_literals_mixes_valid_and_invalid() -> None:
 def test_date_literals_of_untokenizable_or_empty_sql_is_empty() -> None:
     assert date_literals("SELECT 'unterminated", DIALECT) == []
     assert date_literals("", DIALECT) == []
+
+
+# -- syntax errors in words -------------------------------------------------------------------------
+DIALECTS = ("sqlite", "duckdb", "postgres", "mysql", "bigquery")
+# SQL every dialect's parser or tokenizer refuses: broken clauses, operators, parentheses, quotes.
+BROKEN_EVERYWHERE = [
+    "SELECT * FROM t WHERE",
+    "SELECT a FROM t WHERE a = = 1",
+    "SELECT 1 +",
+    "SELECT (1",
+    "SELECT count(* FROM t",
+    "SELECT * FROM (SELECT 1",
+    "SELECT a FROM t ORDER BY a LIMIT",
+    "SELECT CASE WHEN a THEN FROM t",
+    "SELECT * FROM t WHERE a = 1 AND",
+    "SELECT * FROM t\nWHERE x IN (1, 2\nORDER BY y",
+    "SELECT 'unterminated",
+    "SELECT a FROM t WHERE b = 'it''s",
+    "WITH c AS (SELECT 1) SELECT * FROM c WHERE (a > 1",
+    "SELECT CAST(a AS) FROM t",
+    "SELECT substr(1, 2, 3, 4, 5) FROM t",
+]
+BROKEN_IN_DIALECT = {
+    "sqlite": ['SELECT "unterminated', "SELECT [unterminated", "SELECT 1 /* unterminated"],
+    "duckdb": ['SELECT "unterminated', "SELECT a::", "SELECT {'a': 1"],
+    "postgres": ["SELECT $$unterminated", "SELECT $tag$ unterminated", "SELECT E'unterminated", "SELECT a::"],
+    "mysql": ["SELECT `unterminated", "SELECT x'ZZ'", "SELECT a FROM t WHERE a = 1 AND"],
+    "bigquery": ["SELECT * FROM `p.d.t WHERE x", 'SELECT """unterminated', "SELECT r'unterminated"],
+}
+# Valid queries whose every prefix is fed to the checker: whatever a prefix breaks, the words stay clean.
+PREFIXED = [
+    "WITH recent AS (SELECT id, total FROM orders WHERE day >= '2026-01-01') "
+    "SELECT r.id, CAST(r.total AS INTEGER) AS total, CASE WHEN r.total > 10 THEN 'big' ELSE 'small' END AS size "
+    "FROM recent AS r JOIN customers c ON c.id = r.id WHERE c.name IN ('a', 'b') AND r.total BETWEEN 1 AND 9 "
+    "GROUP BY r.id, r.total HAVING count(*) > 1 ORDER BY total DESC LIMIT 10",
+]
+
+
+def _assert_clean(message: str) -> None:
+    assert "\x1b" not in message and "<class" not in message and "sqlglot" not in message.lower(), message
+    assert "<Token" not in message and "TokenType" not in message and "Error tokenizing" not in message, message
+
+
+def _refusal(sql: str, dialect: str) -> AcpError:
+    with pytest.raises((InvalidArguments, ReadOnlyViolation)) as caught:
+        check_query_only(sql, dialect)
+    return caught.value
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_syntax_errors_reach_the_model_as_clean_words_with_the_place_and_the_next_step(dialect: str) -> None:
+    for sql in BROKEN_EVERYWHERE + BROKEN_IN_DIALECT[dialect]:
+        message = _refusal(sql, dialect).message
+        _assert_clean(message)
+        assert re.search(r"syntax error at line \d+, column \d+ \((\"[^\"]*\" in|near) \".+?\"\): \S", message), message
+        assert message.endswith(("Fix it and call again.", "Write it as a single plain SELECT.")), message
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_prefix_of_a_query_fails_in_clean_words(dialect: str) -> None:
+    for sql in PREFIXED:
+        for end in range(1, len(sql)):
+            try:
+                check_query_only(sql[:end], dialect)
+            except AcpError as refusal:
+                _assert_clean(refusal.message)
+
+
+def test_a_syntax_error_says_what_is_wrong_where_and_what_to_do() -> None:
+    """The report that started this: sqlglot's own text carried escape codes and a Python class."""
+    assert _refusal("SELECT * FROM t WHERE", "sqlite").message == (
+        'The SQL has a syntax error at line 1, column 17 ("WHERE" in "SELECT * FROM t WHERE"): the WHERE clause '
+        "is incomplete: a part it needs is missing. Fix it and call again."
+    )
+    # Lines and columns count from 1, at the start of the token; the excerpt is on one line.
+    multiline = _refusal("SELECT *\n  FROM t\n  WHERE x IN (1, 2\n  ORDER BY y", "postgres")
+    assert 'at line 4, column 3 ("ORDER BY" in "SELECT * FROM t WHERE x IN (1, 2 ORDER BY y"): ")" is expected.' in (
+        multiline.message
+    )
+    # An unclosed quote is found by the tokenizer: the place is where the quote opens.
+    unclosed = _refusal("SELECT a\nFROM t WHERE b = 'oops", "mysql")
+    assert 'at line 2, column 18 (near "SELECT a FROM t WHERE b = \'oops"): a quoted text or name starts here' in (
+        unclosed.message
+    )
+
+
+def test_a_long_query_is_quoted_around_the_error_only() -> None:
+    columns = ", ".join(f"column_{i}" for i in range(40))
+    message = _refusal(f"SELECT {columns} FROM t WHERE a = = 1 ORDER BY column_1, column_2, column_3", "duckdb").message
+    excerpt = re.search(r'\("=" in "(.*?)"\)', message)
+    assert excerpt and excerpt.group(1).startswith("…") and excerpt.group(1).endswith("…")
+    assert "t WHERE a = = 1" in excerpt.group(1) and len(excerpt.group(1)) < 80
+
+
+def test_describe_syntax_error_cleans_any_sqlglot_error() -> None:
+    from sqlglot.errors import ParseError
+
+    raw = ParseError("Unsupported \x1b[4mthing\x1b[0m for <class 'sqlglot.expressions.core.Thing'>")
+    assert describe_syntax_error(raw, "SELECT 1") == "(Unsupported thing for Thing)"

@@ -846,3 +846,30 @@ def test_declared_datetime_column_that_fails_later_keeps_the_iso_text_of_earlier
     assert types_of(table) == {"t": "string"}
     assert column(table, "t") == ["2024-05-06T07:08:09", "2024-05-07T00:00:00", "not a time"]
     assert table.head[0] == {"t": "2024-05-06T07:08:09"}
+
+
+# -- progress --------------------------------------------------------------------------------
+@pytest.mark.parametrize("inline_max_bytes", [1, 10**9], ids=["spilled", "inline"])
+def test_the_writer_tells_its_listener_each_time_rows_are_stored(make_writer, inline_max_bytes: int) -> None:
+    """What progress reporting reads: one call per stored batch, then one final call; the JSON bytes so far."""
+    heard: list[tuple[int, int, bool]] = []
+    writer = make_writer(
+        inline_max_bytes=inline_max_bytes,
+        columns=[{"name": "n", "type": "integer"}],
+        on_rows=lambda w, final: heard.append((w.row_count, w.bytes_written, final)),
+    )
+    writer.extend([(n,) for n in range(5000)])  # the fast path: batches of 2000
+    writer.append({"n": 5000})  # the row-by-row path
+    table = writer.finish()
+    assert [(rows, final) for rows, _, final in heard] == [(2000, False), (4000, False), (5000, False), (5001, False),
+                                                           (5001, True)]  # fmt: skip
+    sizes = [size for _, size, _ in heard]
+    compact = len(json.dumps(list(table.iter_rows()), separators=(",", ":")))
+    assert sizes == sorted(sizes) and sizes[-1] == pytest.approx(compact, rel=0.15)  # one newline a row aside
+
+
+def test_a_writer_without_a_listener_reports_nothing_and_still_counts_bytes(make_writer) -> None:
+    writer = make_writer()
+    writer.extend({"n": n} for n in range(3))
+    assert writer.bytes_written > 0 and writer.expected_rows is None and writer.pages is None
+    writer.finish()

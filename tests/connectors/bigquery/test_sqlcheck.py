@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -73,6 +74,34 @@ def test_unparsable_queries_are_refused_only_when_datasets_are_restricted() -> N
         check_allowed(ALLOWED, [], [], "SELECT ((", "my-proj", None, no_lookup)
     assert "could not be checked" in caught.value.message
     check_allowed([], [], [], "SELECT ((", "my-proj", None, no_lookup)  # no restriction: BigQuery itself judges the SQL
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT ((",
+        "SELECT * FROM `my-proj.analytics_1.t WHERE x",
+        "SELECT a FROM analytics_1.t WHERE a = = 1",
+        'SELECT """unterminated',
+        "SELECT * FROM analytics_1.t\nWHERE x IN (1, 2\nORDER BY y",
+    ],
+)
+def test_the_checkers_syntax_errors_are_clean_words_with_the_place(sql: str) -> None:
+    """The dry run accepted the SQL and the checker's parser did not: the model learns where it stopped,
+    without sqlglot's terminal escape codes or class names."""
+    with pytest.raises(InvalidArguments) as caught:
+        check_allowed(ALLOWED, [], [], sql, "my-proj", None, no_lookup)
+    message = caught.value.message
+    assert "\x1b" not in message and "<class" not in message and "sqlglot" not in message.lower(), message
+    assert re.search(
+        r"could not be checked against them \(the checker's parser stopped at line \d+, column \d+ ", message
+    )
+    assert message.endswith("Send one plain SELECT with fully qualified table names.")
+
+
+def test_scripting_the_checker_does_not_model_is_named_as_such() -> None:
+    with pytest.raises(InvalidArguments, match="syntax the checker does not model, such as scripting"):
+        check_allowed(ALLOWED, [], [], "IF true THEN SELECT 1; END IF", "my-proj", None, no_lookup)
 
 
 def test_patterns_are_case_sensitive_and_domain_scoped_projects_split_right() -> None:

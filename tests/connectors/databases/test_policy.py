@@ -11,6 +11,7 @@ appear in any answer.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -274,3 +275,35 @@ async def test_views_over_hidden_data_are_in_no_block_or_description(case: Engin
                 response = await host.call(tool, {"resource_id": table_of(case, view)}, case.meta())
                 assert response.error_name == "ACP_RESOURCE_NOT_FOUND", (tool, view, response.error)
                 assert leaks(response) == []
+
+
+# SQL each engine's checks refuse before reaching the database: clauses, operators, quotes.
+BROKEN_SQL = [
+    "SELECT name FROM customers WHERE",
+    "SELECT name FROM customers WHERE id = = 1",
+    "SELECT count(* FROM customers",
+    "SELECT name FROM customers\nWHERE id IN (1, 2\nORDER BY name",
+    "SELECT name FROM customers WHERE name = 'unterminated",
+]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb", "postgres", "mysql"])
+def test_syntax_errors_reach_the_model_as_clean_words(kind: str) -> None:
+    """Each engine's parser layer and the hidden-data check say what is wrong and where, in words: no
+    terminal escape codes, Python class names or sqlglot's name (no database is reached for these)."""
+    from connectors.databases.engine import engine_for
+    from connectors.databases.policy import Policy
+    from shared import AcpError
+
+    engine = engine_for({"type": kind})
+    hidden = Policy.from_config({"hidden": ["payroll"]}).on(None, engine)
+    for sql in BROKEN_SQL:
+        messages = []
+        for check in (engine.check_sql, lambda sql: hidden.check_query(sql, None)):
+            with pytest.raises(AcpError) as caught:
+                check(sql)
+            messages.append(caught.value.message)
+        for message in messages:
+            assert "\x1b" not in message and "<class" not in message and "sqlglot" not in message.lower(), message
+            assert re.search(r"syntax error at line \d+, column \d+ \(", message), message
+        assert messages[1].startswith("This source hides some tables or columns, and this query could not be checked")
