@@ -11,6 +11,11 @@ of keys:
 * the same key with other arguments is refused (ACP_INVALID_ARGUMENTS);
 * a first call that fails (or is cancelled) leaves nothing behind, so a retry runs anew:
   the writing tools write in one transaction, so a failed call wrote nothing.
+
+A gateway sends its key in the request's ``_meta`` rather than in the arguments (seed 002:
+``_meta["com.asixto/idempotencyKey"]``): :func:`key_from_meta` reads any ``_meta`` key named
+``<namespace>/idempotencyKey``, and ``_meta.acp.idempotency_key`` from an ACP host, so a retry
+is safe whether the model, the host or the gateway supplies the key.
 """
 
 from __future__ import annotations
@@ -118,3 +123,16 @@ class IdempotentCalls:
             if entry.expires <= now or excess > 0:
                 del self._entries[scope]
                 excess -= 1
+
+
+def key_from_meta(meta: Any) -> str | None:
+    """The idempotency key a host or gateway sent in the request's ``_meta``, if any."""
+    if not isinstance(meta, dict):
+        return None
+    acp = meta.get("acp")
+    candidates = [acp.get(IDEMPOTENCY_KEY)] if isinstance(acp, dict) else []
+    candidates += [value for name, value in meta.items() if isinstance(name, str) and name.endswith("/idempotencyKey")]
+    for value in candidates:
+        if isinstance(value, str) and 0 < len(value) <= MAX_KEY_CHARS:
+            return value
+    return None

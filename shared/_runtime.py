@@ -35,7 +35,7 @@ from ._autocontext import (
 )
 from ._cache import BlockCache, ProvenCredentials, RecencyStore
 from ._http import BOUND_SOURCE_SCOPE_KEY
-from ._idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentCalls, fingerprint
+from ._idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentCalls, fingerprint, key_from_meta
 from ._redaction import redact, register_secrets
 from ._session import Limits, SessionState, configure
 from ._settings import SYSTEM_CHANNEL_KEYS, CallMeta, Effective, SecretFields, check_config, parse_call_meta
@@ -258,7 +258,7 @@ class AcpRuntime:
         call.kind = tool.kind
         resolver = self.arguments
         args = resolver.check(tool.name, self.catalog.input_schema(tool), tool.validation_schema, arguments)
-        idempotency_key = None if tool.read_only else args.pop(IDEMPOTENCY_KEY, None)
+        idempotency_key = None if tool.read_only else args.pop(IDEMPOTENCY_KEY, None) or key_from_meta(params.meta)
         written = dict(args)
         window = resolve_date_arguments(args, date_properties(tool.input_schema), local_today())
         principal = self._principal(eff, bound) if tool.requires_credentials else None

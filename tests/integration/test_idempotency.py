@@ -67,3 +67,21 @@ async def test_a_refused_write_keeps_no_key(in_process, runtime_dirs, shop: Path
         )
     assert refused.error_name == "ACP_READ_ONLY_VIOLATION"
     assert allowed.model_response["inserted_rows"] == 10 and len(_stored(shop)) == 10
+
+
+async def test_a_gateway_key_in_meta_makes_the_retry_safe(in_process, runtime_dirs, shop: Path) -> None:
+    """Seed 002 sends its key in the request's _meta (``com.asixto/idempotencyKey``), not in the arguments;
+    an ACP host may send ``_meta.acp.idempotency_key``. A retry with either writes once."""
+    tables = StaticTables({"ds": StaticTable(HEADERS, ROWS[:3])})
+    acp = {"credentials": {"type": "sqlite", "path": str(shop)}, "config": {"access_mode": "readAndOnlyAdd"}}
+    arguments = {"resource_id": "shop.visits", "table_ref": "ds"}
+    gateway = {"acp": acp, "com.asixto/idempotencyKey": "9f2a7c-gateway", "com.asixto/requestId": "req-1"}
+    host_key = {"acp": {**acp, "idempotency_key": "host-key-1"}}
+    async with in_process(DATABASES, env=runtime_dirs, tables=tables) as host:
+        answers = [
+            await host.request("tools/call", {"name": "insert_rows", "arguments": arguments, "_meta": meta})
+            for meta in (gateway, {**gateway, "com.asixto/requestId": "req-2"}, host_key, host_key)
+        ]
+    assert not any(a.get("isError") for a in answers)
+    assert _stored(shop) == [(r["day"], r["visits"]) for r in ROWS[:3] * 2]  # once per key, not four times
+    assert [r["ref"] for r in tables.requests] == ["ds", "ds"]
