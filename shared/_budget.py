@@ -331,76 +331,97 @@ class _Sample:
     A cell longer than the lowest cap is *long*. An escape-free string of length L takes
     ``min(L, cap) + 2`` characters under ``cap`` (the quotes; a cut one ends in the one-character
     "…"), so a row's size is its size without its long cells plus a bisection over their sorted
-    lengths; other long cells are measured once per cap.
+    lengths; other long cells are measured per cap. Rows are measured when first asked for, so a
+    large sample under a small budget costs the rows that could fit, not all of them.
     """
 
     def __init__(self, sampled: SampledRows) -> None:
         self.rows, self.cap, self.spread = sampled.rows, sampled.max_value_chars, sampled.spread
-        floor = min(MODEL_MIN_VALUE_CHARS, self.cap)
-        self._fixed: list[int] = []
-        self._clean: list[list[int]] = []
-        self._clean_sums: list[list[int]] = []
-        self._messy: list[list[_Messy]] = []
-        self._longest: list[int] = []
-        self._lengths: dict[int, list[int]] = {}
-        for row in self.rows:
-            clean: list[int] = []
-            messy: list[_Messy] = []
-            longest = 0
-            blanked: JsonObject | None = None
-            for key, value in row.items():
-                cls = value.__class__
-                if cls is str:
-                    text = value
-                elif cls is dict or cls is list:
-                    text = jsonio.dumps_text(value)
-                else:
-                    continue
-                if len(text) <= floor:
-                    continue  # never cut: counted in the row's fixed size
-                longest = max(longest, len(text))
-                if blanked is None:
-                    blanked = dict(row)
-                blanked[key] = ""
-                if cls is str and _ESCAPED.search(text, 0, self.cap) is None:
-                    clean.append(len(text))
-                else:
-                    messy.append(_Messy(text, cls is str, self.cap))
-            self._fixed.append(chars(row if blanked is None else blanked) - 2 * (len(clean) + len(messy)))
-            clean.sort()
-            self._clean.append(clean)
-            self._clean_sums.append([0, *accumulate(clean)])
-            self._messy.append(messy)
-            self._longest.append(longest)
+        self._floor = min(MODEL_MIN_VALUE_CHARS, self.cap)
+        self._rows: list[tuple[int, list[int], list[int], list[_Messy], int] | None] = [None] * len(self.rows)
+        self._lengths: dict[int, dict[int, int]] = {}
+        self._head_sums: dict[int, list[int]] = {}
+        self._head_longest = [0]
 
-    def lengths(self, cap: int) -> list[int]:
-        """Each row's serialized size when its values are cut to ``cap`` (this table's own cap at most)."""
+    def most_rows(self, budget: int) -> int:
+        """How many rows could fit in ``budget`` at best: each row holds at least its keys, a colon and a
+        one-character value each, commas and braces (the rows of one table share their columns)."""
+        if not self.rows:
+            return 0
+        keys = self.rows[0]
+        smallest = sum(len(key) + 4 for key in keys) + max(len(keys) - 1, 0) + 3  # and the comma between rows
+        return min(len(self.rows), budget // smallest + 1)
+
+    def _row(self, index: int) -> tuple[int, list[int], list[int], list[_Messy], int]:
+        known = self._rows[index]
+        if known is not None:
+            return known
+        row = self.rows[index]
+        clean: list[int] = []
+        messy: list[_Messy] = []
+        longest = 0
+        blanked: JsonObject | None = None
+        for key, value in row.items():
+            cls = value.__class__
+            if cls is str:
+                text = value
+            elif cls is dict or cls is list:
+                text = jsonio.dumps_text(value)
+            else:
+                continue
+            if len(text) <= self._floor:
+                continue  # never cut: counted in the row's fixed size
+            longest = max(longest, len(text))
+            if blanked is None:
+                blanked = dict(row)
+            blanked[key] = ""
+            if cls is str and _ESCAPED.search(text, 0, self.cap) is None:
+                clean.append(len(text))
+            else:
+                messy.append(_Messy(text, cls is str, self.cap))
+        fixed = chars(row if blanked is None else blanked) - 2 * (len(clean) + len(messy))
+        clean.sort()
+        known = self._rows[index] = (fixed, clean, [0, *accumulate(clean)], messy, longest)
+        return known
+
+    def length(self, index: int, cap: int) -> int:
+        """One row's serialized size when its values are cut to ``cap`` (this table's own cap at most)."""
         cap = min(cap, self.cap)
-        cached = self._lengths.get(cap)
-        if cached is None:
-            cached = []
-            for fixed, clean, sums, messy in zip(self._fixed, self._clean, self._clean_sums, self._messy, strict=True):
-                size = fixed
-                if clean:
-                    whole = bisect_right(clean, cap)
-                    size += sums[whole] + (len(clean) - whole) * cap + 2 * len(clean)
-                for cell in messy:
-                    size += cell.length(cap)
-                cached.append(size)
-            self._lengths[cap] = cached
-        return cached
+        by_row = self._lengths.setdefault(cap, {})
+        size = by_row.get(index)
+        if size is None:
+            fixed, clean, sums, messy, _ = self._row(index)
+            size = fixed
+            if clean:
+                whole = bisect_right(clean, cap)
+                size += sums[whole] + (len(clean) - whole) * cap + 2 * len(clean)
+            for cell in messy:
+                size += cell.length(cap)
+            by_row[index] = size
+        return size
 
     def size(self, count: int, cap: int) -> int:
         """Characters of the JSON array of ``count`` picked rows cut to ``cap``."""
-        lengths = self.lengths(cap)
-        picked = _pick(len(self.rows), count, self.spread)
-        total = sum(lengths[: len(picked)]) if isinstance(picked, range) else sum(lengths[i] for i in picked)
-        return total + max(len(picked) - 1, 0) + 2
+        count = min(count, len(self.rows))
+        if self.spread:
+            picked = _pick(len(self.rows), count, True)
+            rows = sum(self.length(i, cap) for i in picked)
+        else:  # the head: running sums per cap, grown as far as asked
+            sums = self._head_sums.setdefault(min(cap, self.cap), [0])
+            while len(sums) <= count:
+                sums.append(sums[-1] + self.length(len(sums) - 1, cap))
+            rows = sums[count]
+        return rows + max(count - 1, 0) + 2
 
-    def cuts(self, count: int, cap: int) -> bool:
-        """Whether cutting the ``count`` picked rows to ``cap`` shortens any value."""
-        cap = min(cap, self.cap)
-        return any(self._longest[i] > cap for i in _pick(len(self.rows), count, self.spread))
+    def longest(self, count: int) -> int:
+        """The longest value (as text) among the ``count`` picked rows."""
+        count = min(count, len(self.rows))
+        if self.spread:
+            return max((self._row(i)[4] for i in _pick(len(self.rows), count, True)), default=0)
+        running = self._head_longest
+        while len(running) <= count:
+            running.append(max(running[-1], self._row(len(running) - 1)[4]))
+        return running[count]
 
 
 def _build(tables: Sequence[SampledRows], counts: list[int], cap: int, extras: JsonObject, render: Render) -> Fitted:
@@ -437,16 +458,29 @@ def fit_extraction(
         return _build(tables, full, max_value_chars, extras, render)
 
     samples = [_Sample(t) for t in tables]
+    most = [s.most_rows(budget) for s in samples]
+    if most == full:  # every row could fit: try them as they are
+        fitted = _build(tables, full, max_value_chars, extras, render)
+        if len(fitted.text) <= budget:
+            return fitted
     floor = min(MODEL_MIN_VALUE_CHARS, max_value_chars)
     original = extras
+    # The size of the response without its rows, for the current extras, by row counts and by the
+    # digits of cut_to: the response depends on cut_to only through them (the notice states it).
+    skeletons: dict[tuple[int | None, ...], int] = {}
 
     def total(counts: list[int], cap: int, parts: JsonObject) -> int:
-        cuts = any(s.cuts(k, cap) for s, k in zip(samples, counts, strict=True))
-        model, _ = render(counts, cap if cuts else None, parts)
-        return chars(model) + sum(s.size(k, cap) - 2 for s, k in zip(samples, counts, strict=True))
+        cut_to = cap if any(s.longest(k) > min(cap, s.cap) for s, k in zip(samples, counts, strict=True)) else None
+        key = (*counts, None if cut_to is None else len(str(cut_to)))
+        skeleton = skeletons.get(key) if parts is extras else None
+        if skeleton is None:
+            skeleton = chars(render(counts, cut_to, parts)[0])
+            if parts is extras:
+                skeletons[key] = skeleton
+        return skeleton + sum(s.size(k, cap) - 2 for s, k in zip(samples, counts, strict=True))
 
-    if total(full, max_value_chars, extras) <= budget:
-        return _build(tables, full, max_value_chars, extras, render)
+    def fits_whole(parts: JsonObject) -> bool:
+        return most == full and total(full, floor, parts) <= budget
 
     def smaller_extras(limit: Callable[[JsonObject], bool]) -> JsonObject:
         shrunk = search_level(lambda level: shrink_parts(original, level), limit)
@@ -454,13 +488,12 @@ def fit_extraction(
 
     # Values are cut down to the floor before any row goes; the extras give way to the rows
     # down to half the budget, and further only when not even zero rows fit.
-    if total(full, floor, extras) > budget and chars(extras) > budget // 2:
+    if not fits_whole(extras) and chars(extras) > budget // 2:
         extras = smaller_extras(lambda parts: chars(parts) <= budget // 2)
-    if total(full, floor, extras) <= budget:
-        counts = full
-    else:
-        counts = _fair_counts(full, lambda c: total(c, floor, extras) <= budget)
-    cap = largest(floor, max_value_chars, lambda c: total(counts, c, extras) <= budget)
+        skeletons.clear()
+    counts = full if fits_whole(extras) else _fair_counts(most, lambda c: total(c, floor, extras) <= budget)
+    top = min(max_value_chars, max((s.longest(k) for s, k in zip(samples, counts, strict=True)), default=0))
+    cap = largest(floor, max(floor, top), lambda c: total(counts, c, extras) <= budget)
     if total(counts, cap, extras) > budget:
         extras = smaller_extras(lambda parts: total(counts, cap, parts) <= budget)
 

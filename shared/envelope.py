@@ -15,6 +15,7 @@ spec and gateways expect; an array answer (the autocontext tools) has none, sinc
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -141,9 +142,14 @@ class Envelopes:
             meta["system_data"] = system_data
         if error is not None:
             meta["error"] = error
+        if text is None:
+            text = jsonio.dumps_text(model_response)
+        # Parsed back from the text, so that its numbers are the text's: the SDK would write an exact
+        # Decimal as a JSON string. The standard parser keeps integers past 64 bits, as a client's does.
+        mirrored = json.loads(text) if structured and isinstance(model_response, dict) else None
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=jsonio.dumps_text(model_response) if text is None else text)],
-            structured_content=model_response if structured and isinstance(model_response, dict) else None,
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=mirrored,
             is_error=error is not None,
             _meta={ACP_KEY: meta},
         )
