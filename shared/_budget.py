@@ -521,20 +521,47 @@ def _fair_counts(full: list[int], fits: Callable[[list[int]], bool]) -> list[int
     return counts
 
 
-_KEPT = ("notice", "total_rows", "returned_rows", "truncated")
+_KEPT = frozenset({"notice", "total_rows", "returned_rows", "truncated", "rows"})
+
+
+def _shrink_keeping_keys(value: Any, level: int) -> Any:
+    """``shrink`` that keeps every key of every object, and the notices, counts and rows whole."""
+    if value.__class__ is dict:
+        return {k: (v if k in _KEPT else _shrink_keeping_keys(v, level)) for k, v in value.items()}
+    if value.__class__ is list:
+        return shrink(value, level)
+    return _shrink(value, 8 << level, 1 << level)
+
+
+def _lean(model: JsonObject) -> JsonObject:
+    """Only the notices, counts and rows, at the top and in each table entry."""
+    lean = {k: v for k, v in model.items() if k in _KEPT}
+    if isinstance(model.get("tables"), dict):
+        lean["tables"] = {
+            name: {k: v for k, v in entry.items() if k in _KEPT} if isinstance(entry, dict) else entry
+            for name, entry in model["tables"].items()
+        }
+    return lean
 
 
 def _squeeze(model: JsonObject, budget: int) -> JsonObject:
-    """The last resort when columns, dates or table entries alone are over the budget: every part but
-    the notice and counts is shrunk alike; failing that only they remain, the notice cut to fit."""
+    """The last resort, when the columns, dates or table entries alone are over the budget: every text
+    and list is shortened alike, every key kept; failing that, only the notices, counts and rows
+    remain, then the last tables' entries go (the notice names every table); at last the notice is cut."""
 
-    def shrunk(level: int) -> JsonObject:
-        return {k: (v if k in _KEPT else shrink(v, level)) for k, v in model.items()}
+    def fits(candidate: JsonObject) -> bool:
+        return chars(candidate) <= budget
 
-    fitted: JsonObject | None = search_level(shrunk, lambda m: chars(m) <= budget)
+    fitted: JsonObject | None = search_level(lambda level: _shrink_keeping_keys(model, level), fits)
     if fitted is not None:
         return fitted
-    kept = {k: model[k] for k in _KEPT if k in model}
+    lean = _lean(model)
+    tables = lean.get("tables")
+    while isinstance(tables, dict) and tables and not fits(lean):
+        tables.pop(next(reversed(tables)))
+    if fits(lean):
+        return lean
+    kept = {k: v for k, v in lean.items() if k != "tables"}
     if "notice" in kept:
         kept["notice"] = cut_to_fit(kept["notice"], budget - chars({**kept, "notice": ""}) + 2)
     return kept

@@ -128,3 +128,20 @@ async def test_a_plain_client_leaves_no_table_file_behind(toy_host, runtime_dirs
     async with toy_host() as host:
         kept = await host.call("wide", WIDE, {"inline_max_bytes": 1000})
         assert kept.system_data["format"] == "file" and len(kept.rows()) == 25
+
+
+async def test_a_multi_table_answer_fits_the_budget_table_by_table(toy_host) -> None:
+    async with toy_host() as host:
+        whole = await host.call("browse", {"tables": ["hits", "cookies"]}, META)
+        assert len(whole.text) > 2000
+        for budget in (500, 1000, 1500, 2000):
+            result = await host.call("browse", {"tables": ["hits", "cookies"]}, {**META, "model_max_chars": budget})
+            model = _valid_within(result.text, budget)
+            assert model["notice"].startswith("Extracted 4 table(s) with data: hits (60), cookies (9), network (3)")
+            entries = model["tables"]  # under 1,100 characters, the last resort keeps only notices and counts
+            shown = {t["name"]: t["returned_rows"] for t in result.system_info["tables"]}
+            assert shown == {name: len(entries[name]["rows"]) if name in entries else 0 for name in shown}
+            assert all(entries[n]["notice"].startswith(f"{n}: ") for n in entries)
+            assert result.system_info["returned_rows"] == sum(shown.values())
+            assert {t["name"] for t in result.system_data["tables"]} == {"hits", "cookies", "network", "summary"}
+            assert len(result.tables()["hits"]) == 60  # the host still gets every row

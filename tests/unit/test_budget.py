@@ -25,8 +25,10 @@ from shared._budget import (
     fit_json,
     shrink,
 )
+from shared.envelope import CallRecord, Envelopes
+from shared.errors import UpstreamError
 from shared.protocol import MODEL_MAX_VALUE_CHARS, MODEL_MIN_VALUE_CHARS
-from shared.results import Delivery, Extraction, extraction_parts
+from shared.results import Delivery, Extraction, Info, extraction_parts
 from shared.tables import ModelView, TableData
 
 BIG = "y" * 1_000_000  # one 1 MB text, shared by every cell that holds it
@@ -432,3 +434,36 @@ def test_fit_extraction_without_rows_or_budget_is_one_pass() -> None:
 
     fitted = fit_extraction([SampledRows([{"a": "b" * 600}], 500)], {}, render, None, 500)
     assert fitted.model["notice"] == "[1] 500" and fitted.model["rows"][0]["a"] == "b" * 499 + "…"
+
+
+# -- the envelope: what reaches the text, system_info and structuredContent ----------------------------------------
+def _record(**fields: Any) -> CallRecord:
+    return CallRecord(tool="execute_sql", arguments={}, call_id="call-test", **fields)
+
+
+def test_an_error_text_fits_the_budget_while_meta_acp_error_keeps_it_whole() -> None:
+    message = "The query failed near 'FROM': " + "detail " * 500 + "Fix the SQL and call again."
+    error = UpstreamError(message, {"position": 7, "context": ["line " * 50 for _ in range(20)]})
+    result = Envelopes("databases").error(_record(model_max_chars=500, acp_client=False), error)
+    text = result.content[0].text
+    shown = json.loads(text)["error"]
+    assert len(text) <= 500 and (shown["code"], shown["name"]) == (-32018, "ACP_UPSTREAM_ERROR")
+    assert shown["message"].startswith("The query failed near 'FROM': detail") and shown["message"].endswith("…")
+    meta = result.meta["acp"]
+    assert meta["error"]["message"] == message and meta["error"]["data"]["position"] == 7
+    info = meta["system_info"]
+    assert info["model_max_chars"] == 500 and info["model_trim"]["parts_shortened"] == ["data", "message"]
+    assert result.structured_content == json.loads(text) and result.is_error
+
+
+def test_an_acp_client_gets_no_structured_content_and_no_budget_report_without_a_budget() -> None:
+    envelopes = Envelopes("toy")
+    answer = envelopes.info(_record(), Info(data={"ok": True, "note": "x" * 5000}))
+    assert answer.structured_content is None and json.loads(answer.content[0].text)["note"] == "x" * 5000
+    info = answer.meta["acp"]["system_info"]
+    assert "model_max_chars" not in info and "model_trim" not in info
+    plain = envelopes.info(_record(acp_client=False, model_max_chars=600), Info(data={"ok": True, "note": "x" * 5000}))
+    assert plain.structured_content == json.loads(plain.content[0].text)
+    assert len(plain.content[0].text) <= 600 and plain.structured_content["note"].endswith("…")
+    listed = envelopes.answer(_record(acp_client=False), "autocontext_data", fit_blocks([{"id": "a"}], None))
+    assert listed.structured_content is None  # an array: MCP's structuredContent is an object
