@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -68,13 +69,21 @@ def cut_value(value: Any, max_chars: int) -> Any:
     return value
 
 
-def cap_rows(rows: Sequence[JsonObject], max_chars: int) -> tuple[list[JsonObject], int]:
+def cap_rows(
+    rows: Sequence[JsonObject], max_chars: int, columns: Sequence[str] | None = None
+) -> tuple[list[JsonObject], int]:
     """``rows`` with every value cut to ``max_chars`` (new dicts only where a value was cut) and how
-    many values were cut. Rows are shared with ``system_data``, so they are never changed in place."""
+    many values were cut. Rows are shared with ``system_data``, so they are never changed in place.
+    ``columns`` names the only columns that can hold texts, objects or arrays (None: any)."""
+    if columns is not None:
+        columns = [name for name in columns if _may_need_cuts(rows, name, max_chars)]
+        if not columns:
+            return list(rows), 0
     out: list[JsonObject] = []
     cut = 0
     for row in rows:
-        for value in row.values():
+        values: Iterable[Any] = row.values() if columns is None else map(row.get, columns)
+        for value in values:
             cls = value.__class__
             if (cls is str and len(value) > max_chars) or cls is dict or cls is list:
                 break
@@ -89,6 +98,21 @@ def cap_rows(rows: Sequence[JsonObject], max_chars: int) -> tuple[list[JsonObjec
         out.append(shown if row_cut else row)
         cut += row_cut
     return out, cut
+
+
+_TEXT_OR_NULL = frozenset({str, type(None)})
+
+
+def _may_need_cuts(rows: Sequence[JsonObject], name: str, max_chars: int) -> bool:
+    """Whether a column may hold a value to cut: one pass over it in C when it holds only texts and
+    nulls, as a string column does; anything else (objects, a missing key) is looked at cell by cell."""
+    try:
+        values = list(map(itemgetter(name), rows))
+    except KeyError:
+        return True
+    if not set(map(type, values)) <= _TEXT_OR_NULL:
+        return True
+    return max(map(len, filter(None, values)), default=0) > max_chars
 
 
 def shrink(value: Any, level: int) -> Any:
@@ -288,6 +312,9 @@ class SampledRows:
     rows: Sequence[JsonObject]
     max_value_chars: int  # this table's own cap (model_view's max_value_chars, or the default)
     spread: bool = False  # sampled across the table: fewer rows are picked evenly, not from the head
+    # The columns whose type lets them hold long texts, objects or arrays (string and json, spec 8.6:
+    # the writer converts every value to its column's type); None: look at every column.
+    text_columns: Sequence[str] | None = None
 
 
 # render(counts, cut_to, extras) -> (model_response with empty "rows" lists, the dicts holding them)
@@ -430,7 +457,7 @@ def _build(tables: Sequence[SampledRows], counts: list[int], cap: int, extras: J
     cut = 0
     for table, count in zip(tables, counts, strict=True):
         picked = [table.rows[i] for i in _pick(len(table.rows), count, table.spread)]
-        rows, table_cut = cap_rows(picked, min(cap, table.max_value_chars))
+        rows, table_cut = cap_rows(picked, min(cap, table.max_value_chars), table.text_columns)
         shown.append(rows)
         cut += table_cut
     model, holders = render(counts, cap if cut else None, extras)

@@ -27,6 +27,8 @@ from .protocol import (
 )
 from .tables import TableData
 
+_SHORT_TYPES = frozenset({"integer", "number", "boolean", "date", "datetime"})
+
 
 @dataclass
 class Extraction:
@@ -214,6 +216,14 @@ def _optional_parts(model: JsonObject, extras: JsonObject, keys: Sequence[str]) 
             model[key] = extras[key]
 
 
+def _text_columns(table: TableData | None) -> list[str] | None:
+    """The columns that can hold long values: texts and JSON (spec 8.6); numbers, booleans and ISO
+    dates are short by their type."""
+    if table is None:
+        return None
+    return [h["name"] for h in table.headers if h["type"] not in _SHORT_TYPES]
+
+
 def _values_cut(cut_to: int | None) -> str:
     return f" Longer values are cut to {cut_to} characters (ending in {MARKER})." if cut_to is not None else ""
 
@@ -249,9 +259,8 @@ def _single_parts(
         return model, [model]
 
     spread = delivery.sampling == "spread"
-    fitted = fit_extraction(
-        [SampledRows(sample, delivery.max_value_chars, spread)], extras, render, budget, delivery.max_value_chars
-    )
+    sampled = SampledRows(sample, delivery.max_value_chars, spread, _text_columns(table))
+    fitted = fit_extraction([sampled], extras, render, budget, delivery.max_value_chars)
     model = fitted.model
     returned = len(model.get("rows", ()))
     info: JsonObject = {"total_rows": total, "returned_rows": returned, "truncated": returned < total}
@@ -279,7 +288,8 @@ def _multi_parts(
         else:
             fields = table.columns
             rows = table.model_rows(delivery.row_limit, delivery.sampling)
-            samples.append(SampledRows(rows, delivery.max_value_chars, delivery.sampling == "spread"))
+            spread = delivery.sampling == "spread"
+            samples.append(SampledRows(rows, delivery.max_value_chars, spread, _text_columns(table)))
         fields_of.append(fields)
         extras[f"tables.{table.name}.description"] = table.description or result.description
         body = {"name": table.name, **({"title": table.title} if table.title else {}), **system_table(table)}
