@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         run("startup.py", *startup),
         run("call_overhead.py", "--calls", str(args.calls)),
         run("model_size.py"),
+        run("model_budget.py"),
         run("http_load.py", "--seconds", f"{args.load_seconds:g}"),
         run("zip_start.py", "--runs", str(args.runs)),
     ]

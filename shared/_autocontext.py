@@ -1,6 +1,7 @@
 """Autocontext (spec 6.3, 7): the rules that need no I/O (tool schemas, block descriptors,
-the ranking of the 25 suggestions, the ``on_first_call`` decision table) and
-:class:`AutocontextRunner`, which fetches blocks and resource listings through the cache.
+the ranking of the 25 suggestions and its page under the model budget, the ``on_first_call``
+decision table) and :class:`AutocontextRunner`, which fetches blocks and resource listings
+through the cache.
 """
 
 from __future__ import annotations
@@ -8,11 +9,13 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from . import _jsonio as jsonio
+from ._budget import Fitted, Trim, chars, fit_json, largest, search_level, shrink
 from ._cache import MISS
 from ._redaction import redact
 from ._settings import CallMeta
@@ -213,6 +216,44 @@ def suggestions_notice(shown: int, pool: int, total: int, query: str | None, def
     return head + " Pass resource_id to get its autocontext."
 
 
+@dataclass(frozen=True)
+class SuggestionPage:
+    """The resource page of spec 6.3 before the budget: what its notice is made of."""
+
+    resources: list[ResourceSummary]  # ranked, at most 25
+    pool: int  # the ordered candidates the page was cut from
+    total: int  # every resource of the listing
+    query: str | None
+    default_id: str | None
+
+    def model(self, shown: int, budget: int | None = None) -> JsonObject:
+        """``{notice, total_available, resources}`` with the first ``shown`` resources."""
+        notice = suggestions_notice(shown, self.pool, self.total, self.query, self.default_id)
+        if shown < len(self.resources):
+            notice += f" The page was shortened to fit the model budget of {budget} characters."
+        return {"notice": notice, "total_available": self.total, "resources": self.resources[:shown]}
+
+
+def fit_suggestions(page: SuggestionPage, budget: int | None) -> Fitted:
+    """The resource page within ``budget``: fewer resources (the notice says how many), then their
+    long names and descriptions cut; the default and the most recent come first, so they stay."""
+    full = page.model(len(page.resources))
+    text = jsonio.dumps_text(full)
+    if budget is None or len(text) <= budget:
+        return Fitted(full, text)
+    shown = largest(0, len(page.resources) - 1, lambda n: chars(page.model(n, budget)) <= budget)
+    model = page.model(shown, budget)
+    if shown == 0 and page.resources:  # not even one resource whole: the first one, its texts cut
+        one = page.model(1, budget)
+        cut = search_level(
+            lambda level: {**one, "resources": shrink(one["resources"], level)}, lambda m: chars(m) <= budget
+        )
+        model = cut if cut is not None else model
+    if chars(model) > budget:  # a query so long that the notice alone is over
+        return fit_json(model, budget, "resources")
+    return Fitted(model, jsonio.dumps_text(model), Trim(parts_shortened=["resources"]))
+
+
 def should_attach(meta: CallMeta, first_time: bool) -> bool:
     """The ``on_first_call`` table of spec 7.5, exactly."""
     if meta.autocontext_delivered is True:
@@ -286,7 +327,7 @@ class AutocontextRunner:
         default_id: str | None,
         query: Any,
         visible: Callable[[str], bool] | None = None,
-    ) -> tuple[JsonObject, bool]:
+    ) -> tuple[SuggestionPage, bool]:
         """The resource page of spec 6.3 and whether the listing came from the cache.
 
         ``visible`` keeps only the resources a token-bound source allows, before ranking and counting.
@@ -305,8 +346,7 @@ class AutocontextRunner:
                 resources = [r for r in resources if visible(r["resource_id"])]
         text_query = query if isinstance(query, str) and query.strip() else None
         page, matching = rank_suggestions(resources, self.recency.ranked(principal.identity), default_id, text_query)
-        notice = suggestions_notice(len(page), matching, len(resources), text_query, default_id)
-        return {"notice": notice, "total_available": len(resources), "resources": page}, cached
+        return SuggestionPage(page, matching, len(resources), text_query, default_id), cached
 
     async def blocks(
         self, cctx: CallContext, principal: Principal, ref: ResourceRef, chosen: list[Block] | None

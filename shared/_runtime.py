@@ -31,8 +31,10 @@ from ._autocontext import (
     autocontext_data_schema,
     autocontext_schema,
     descriptor,
+    fit_suggestions,
     requested_blocks,
 )
+from ._budget import fit_blocks
 from ._cache import BlockCache, ProvenCredentials, RecencyStore
 from ._http import BOUND_SOURCE_SCOPE_KEY
 from ._idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentCalls, fingerprint, key_from_meta
@@ -66,6 +68,11 @@ _READ_TABLE_TIMEOUT_S = 120.0
 # inline_max_bytes says: clients cap a server-sent event (the mcp SDK at 1 MiB), and the rest
 # of the message (the model's rows, system_info) needs room too. Larger tables go as links.
 HTTP_INLINE_MAX_BYTES = 768 * 1024
+# Over HTTP the model's text (content[0].text) stays under this many characters whatever
+# model_max_chars says, for the same event limit: at most 4 bytes a character, it leaves room for
+# the inline tables and, for a plain client, for structuredContent (the same JSON again). It is
+# about 16k tokens, more than a model should get from one call anyway.
+HTTP_MODEL_MAX_CHARS = 64 * 1024
 NO_BACK_CHANNEL = (
     "This tool reads a host table through acp/read_table, which needs a session with a back-channel; this "
     "connection (MCP 2026-07-28 or stateless HTTP) has none. Use a stdio or session-based HTTP connection."
@@ -189,6 +196,8 @@ class AcpRuntime:
             call_id=f"call-{secrets.token_hex(6)}",
             row_limit=defaults.row_limit,
             cost_limit_usd=defaults.cost_limit_usd,
+            model_max_chars=_model_budget(ctx, defaults.model_max_chars),
+            acp_client=_sdk.client_acp_capability(ctx) is not None,
         )
         extra = {"call_id": call.call_id, "tool": params.name, "session": _sdk.session_label(ctx)}
         try:
@@ -244,6 +253,7 @@ class AcpRuntime:
         if ctx.request is not None:  # HTTP: big tables spill to a file (then a link) while they are written
             eff = replace(eff, inline_max_bytes=min(eff.inline_max_bytes, HTTP_INLINE_MAX_BYTES))
         call.row_limit, call.cost_limit_usd = eff.row_limit, eff.cost_limit_usd
+        call.model_max_chars = _model_budget(ctx, eff.model_max_chars)
 
         if params.name == TOOL_AUTOCONTEXT:
             call.kind = "autocontext"
@@ -378,8 +388,8 @@ class AcpRuntime:
         args = self.arguments.check(TOOL_AUTOCONTEXT_DATA, schema, None, arguments)
         ref = self._resource_ref(args["resource_id"], eff, bound) if args.get("resource_id") else None
         call.resource_id = ref.id if ref else None
-        blocks = [descriptor(b) for b in applicable(self.connector.blocks, ref)]
-        return self.envelopes.result("autocontext_data", blocks, self.envelopes.system_info(call))
+        blocks: list[Any] = [descriptor(b) for b in applicable(self.connector.blocks, ref)]
+        return self.envelopes.answer(call, "autocontext_data", fit_blocks(blocks, call.model_max_chars, mark=False))
 
     async def _autocontext(
         self,
@@ -410,7 +420,8 @@ class AcpRuntime:
             page, cached = await runner.suggestions(
                 cctx, principal, eff.default_resource_id, args.get("query"), self._visible(eff, bound)
             )
-            return self.envelopes.result("autocontext", page, self.envelopes.system_info(call, cached=cached))
+            fitted = fit_suggestions(page, call.model_max_chars)
+            return self.envelopes.answer(call, "autocontext", fitted, cached=cached)
         call.resource_id = ref.id if uses_resources else None
         cctx = self._context(ctx, eff, principal, ref if uses_resources else None, call)
         await runner.ensure_proven(cctx)
@@ -424,7 +435,8 @@ class AcpRuntime:
             session.mark_delivered((principal.identity, meta.session_id, ref.id))
         if uses_resources:
             runner.recency.record(principal.identity, ref.id)
-        return self.envelopes.result("autocontext", results, self.envelopes.system_info(call, cached=cached))
+        fitted = fit_blocks(results, call.model_max_chars)
+        return self.envelopes.answer(call, "autocontext", fitted, cached=cached)
 
     # -- extraction results (spec 8.2, 8.5) -------------------------------------------------------
     def _extraction_result(
@@ -439,7 +451,7 @@ class AcpRuntime:
         attached: list[BlockResult] | None,
     ) -> types.CallToolResult:
         assert isinstance(output, Extraction)
-        caps = _sdk.client_acp_capability(ctx) or {}
+        caps = _sdk.client_acp_capability(ctx)
         catalog = self.connector.catalog_for(tool)
         if output.dates is None:
             output.dates = window or [local_today().isoformat()]
@@ -447,17 +459,18 @@ class AcpRuntime:
             row_limit=eff.row_limit,
             field_limit=eff.field_limit,
             sampling=eff.sampling,
-            multi_table=bool(caps.get("multi_table")),
-            stores_system_data=caps.get("stores_system_data") is not False,
+            multi_table=bool(caps and caps.get("multi_table")),
+            # spec 2.2, 4.1: a client without the ACP capability does not store system_data either.
+            stores_system_data=caps is not None and caps.get("stores_system_data") is not False,
             selection=selection,
             catalog_names=frozenset(e.name for e in catalog),
             required_tables=frozenset(e.name for e in catalog if e.required),
+            model_max_chars=call.model_max_chars,
+            acp_client=caps is not None,
         )
-        parts = extraction_parts(output, delivery)
+        parts = extraction_parts(output, delivery, list(attached) if attached else None)
         if parts.system_data is not None and ctx.request is not None:
             self._link_table_files(ctx.request.headers.get("host", "127.0.0.1"), parts.system_data)
-        if attached:
-            parts.model_response["autocontext"] = attached
         call.warnings.extend(parts.warnings)
         fields: JsonObject = {
             "title": output.title or f"{self.connector.title} · {call.resource_id or tool.name}",
@@ -471,8 +484,7 @@ class AcpRuntime:
             fields["source"] = output.source
         if selection is not None:
             fields["tables_selected"] = selection
-        info = self.envelopes.system_info(call, **fields)
-        return self.envelopes.result("extraction", parts.model_response, info, parts.system_data)
+        return self.envelopes.answer(call, "extraction", parts.fitted, parts.system_data, **fields)
 
     def _link_table_files(self, host: str, system_data: JsonObject) -> None:
         """Over HTTP a ``file://`` path is useless to a remote host: swap in a single-use URL (spec 8.5).
@@ -514,6 +526,13 @@ def spill_inline_tables(system_data: JsonObject, files: TableFiles, max_bytes: i
         del body["table"]
         body["format"], body["table_uri"] = "file", path.as_uri()
         total -= len(encoded)
+
+
+def _model_budget(ctx: ServerRequestContext[Any, Any], configured: int | None) -> int | None:
+    """The call's ``model_max_chars``: the configured budget, and over HTTP at most :data:`HTTP_MODEL_MAX_CHARS`."""
+    if ctx.request is None:
+        return configured
+    return HTTP_MODEL_MAX_CHARS if configured is None else min(configured, HTTP_MODEL_MAX_CHARS)
 
 
 def _validate_declaration(c: Connector) -> None:

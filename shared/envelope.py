@@ -5,16 +5,24 @@
 error (12.1). A :class:`CallRecord` collects what ``system_info`` reports while a call runs.
 Every message and warning is redacted on its way out. The bridge builds its own tools'
 answers with these too.
+
+``content[0].text`` fits the call's ``model_max_chars`` budget (:mod:`._budget`), and
+``system_info.model_trim`` says what was cut for it. A client that declared no ACP capability
+also gets ``structuredContent``, the same ``model_response`` as an object, as the MCP tools
+spec and gateways expect; an array answer (the autocontext tools) has none, since
+``structuredContent`` is an object and wrapping it would make it differ from the text.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from . import _jsonio as jsonio
+from ._budget import Fitted, fit_error, fit_json
 from ._redaction import redact
 from .errors import AcpError
 from .protocol import ACP_KEY, ACP_VERSION, JsonObject, ResultKind
@@ -39,6 +47,8 @@ _INFO_ORDER = (
     "truncated",
     "row_limit",
     "cost_limit_usd",
+    "model_max_chars",
+    "model_trim",
     "cost_estimate_usd",
     "cost_actual_usd",
     "duration_ms",
@@ -66,6 +76,8 @@ class CallRecord:
     resource_id: str | None = None
     row_limit: int = 25
     cost_limit_usd: float = 0.0
+    model_max_chars: int | None = None  # the budget of content[0].text (an extension); None: none
+    acp_client: bool = True  # False: the client declared no ACP capability (spec 2.2)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -92,6 +104,8 @@ class Envelopes:
         info.update(fields)
         info.setdefault("row_limit", call.row_limit)
         info.setdefault("cost_limit_usd", call.cost_limit_usd)
+        if call.model_max_chars is not None:
+            info.setdefault("model_max_chars", call.model_max_chars)
         info.setdefault("cost_estimate_usd", 0)
         info.setdefault("cost_actual_usd", 0)
         info["duration_ms"] = call.elapsed_ms
@@ -112,8 +126,15 @@ class Envelopes:
         system_info: JsonObject,
         system_data: JsonObject | None = None,
         error: JsonObject | None = None,
+        *,
+        text: str | None = None,
+        structured: bool = False,
     ) -> types.CallToolResult:
-        """The ``CallToolResult``: model_response as text, the rest in ``_meta.acp`` (spec 8)."""
+        """The ``CallToolResult``: model_response as text, the rest in ``_meta.acp`` (spec 8).
+
+        ``text`` is ``model_response`` already serialized; ``structured`` adds it as
+        ``structuredContent`` too when it is an object (for clients without ACP).
+        """
         import mcp_types as types
 
         meta: JsonObject = {"version": ACP_VERSION, "kind": kind, "system_info": system_info}
@@ -121,14 +142,41 @@ class Envelopes:
             meta["system_data"] = system_data
         if error is not None:
             meta["error"] = error
+        if text is None:
+            text = jsonio.dumps_text(model_response)
+        # Parsed back from the text, so that its numbers are the text's: the SDK would write an exact
+        # Decimal as a JSON string. The standard parser keeps integers past 64 bits, as a client's does.
+        mirrored = json.loads(text) if structured and isinstance(model_response, dict) else None
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=jsonio.dumps_text(model_response))],
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=mirrored,
             is_error=error is not None,
             _meta={ACP_KEY: meta},
         )
 
+    def answer(
+        self,
+        call: CallRecord,
+        kind: ResultKind,
+        fitted: Fitted,
+        system_data: JsonObject | None = None,
+        *,
+        cached: bool | None = None,
+        **fields: Any,
+    ) -> types.CallToolResult:
+        """A fitted ``model_response`` with its ``system_info`` (``model_trim`` when something was cut)."""
+        trim = fitted.trim.report(len(fitted.text))
+        if trim is not None:
+            fields["model_trim"] = trim
+        info = self.system_info(call, cached=cached, **fields)
+        return self.result(kind, fitted.model, info, system_data, text=fitted.text, structured=not call.acp_client)
+
     def error(self, call: CallRecord, exc: AcpError) -> types.CallToolResult:
-        """A tool error (spec 12.1): ``{"error": …}`` as text and in ``_meta.acp.error``, redacted."""
+        """A tool error (spec 12.1): ``{"error": …}`` as text and in ``_meta.acp.error``, redacted.
+
+        The text fits the budget (its message and data cut, code and name whole); ``_meta.acp.error``
+        keeps them whole for the host.
+        """
         payload = exc.payload()
         payload["message"] = redact(payload["message"])
         if "data" in payload:
@@ -137,11 +185,17 @@ class Envelopes:
         fields: JsonObject = {}
         if isinstance(payload.get("data"), dict) and "estimate_usd" in payload["data"]:
             fields["cost_estimate_usd"] = payload["data"]["estimate_usd"]
+        fitted = fit_error(payload, call.model_max_chars)
+        trim = fitted.trim.report(len(fitted.text))
+        if trim is not None:
+            fields["model_trim"] = trim
         info = self.system_info(call, **fields)
-        return self.result("error", {"error": payload}, info, error=dict(payload))
+        return self.result(
+            "error", fitted.model, info, error=dict(payload), text=fitted.text, structured=not call.acp_client
+        )
 
     def info(self, call: CallRecord, output: Info) -> types.CallToolResult:
-        """An info (or write) tool's answer (spec 8.3)."""
+        """An info (or write) tool's answer (spec 8.3), within the budget."""
         call.warnings.extend(output.warnings)
         fields: JsonObject = {
             "cost_estimate_usd": output.cost_estimate_usd,
@@ -151,4 +205,4 @@ class Envelopes:
             fields["title"] = output.title
         if output.source is not None:
             fields["source"] = output.source
-        return self.result("info", output.data, self.system_info(call, **fields))
+        return self.answer(call, "info", fit_json(output.data, call.model_max_chars), **fields)

@@ -31,6 +31,13 @@ MODEL_VIEW_MAX_VALUE_CHARS = 80
 # Extension (spec 12.2 lets clients ignore unknown fields): the smallest model_max_chars budget, the
 # characters of content[0].text, that still holds an extraction's notice, columns and a few rows.
 MIN_MODEL_MAX_CHARS = 500
+# Extension: each value in an extraction's sampled rows is cut to this many characters, ending in "…"
+# (spec 8.2.1 does the same for model_view at 80). Dates, names, URLs and a few lines of SQL stay whole;
+# a 1 MB cell no longer reaches the model. The full value stays in system_data.
+MODEL_MAX_VALUE_CHARS = 500
+# Under a model_max_chars budget, values are cut down to this many characters before any row is dropped:
+# an ISO date-time with milliseconds and zone (29) and most names and ids stay whole.
+MODEL_MIN_VALUE_CHARS = 32
 RECENT_HALF_LIFE_S = 14 * 24 * 3600  # spec 6.3: exponential decay, 14-day half-life
 RESOURCE_LIST_TTL_S = 600  # spec 6.3: the reference caches the listing 600 s
 

@@ -4,9 +4,10 @@
 :class:`ToolCatalog` closes each tool's input schema, adds ``resource_id`` and ``tables``
 where the spec says (6.2, 8.7) and ``idempotency_key`` on writing tools, and builds the
 MCP tool list in a stable order: the two reserved autocontext tools first, then the
-connector's tools as declared.
-:func:`mcp_tool` builds one MCP tool with honest annotations; the bridge uses it for the
-tools it re-publishes. Nothing here needs a running server.
+connector's tools as declared, the same in every process (a changing order invalidates a
+model's prompt cache). :func:`mcp_tool` builds one MCP tool with honest annotations and no
+``outputSchema``; the bridge uses it for the tools it re-publishes. Nothing here needs a
+running server.
 """
 
 from __future__ import annotations
@@ -78,7 +79,12 @@ def mcp_tool(
     idempotent: bool | None = None,
     open_world: bool = True,
 ) -> types.Tool:
-    """One MCP tool. Annotations tell the truth: idempotent defaults to read-only."""
+    """One MCP tool. Annotations tell the truth: idempotent defaults to read-only.
+
+    It has no ``outputSchema``: a client that gets one validates every ``structuredContent``
+    against it, and an ACP result has no fixed shape (each query's columns, one or several
+    tables, autocontext attached or not, an error object), so no schema would hold exactly.
+    """
     import mcp_types as types
 
     annotations = types.ToolAnnotations(

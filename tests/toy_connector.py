@@ -229,6 +229,25 @@ async def values(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
     return Extraction(tables=[table], description="Toy cells with exact values.")
 
 
+def wide_value(row: int, column: int, width: int) -> str:
+    """The text of one cell of the ``wide`` tool: its row and column, then words up to ``width``."""
+    head = f"r{row}c{column} "
+    return head + ("lorem ipsum dolor sit amet " * (width // 27 + 1))[: max(width - len(head), 0)]
+
+
+async def wide(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
+    """``columns`` text columns of ``width`` characters: what the model budget and the value cap are for."""
+    rows, columns, width = (int(arguments.get(k, d)) for k, d in (("rows", 25), ("columns", 40), ("width", 2000)))
+
+    def build() -> Any:
+        writer = ctx.table()
+        writer.extend({f"text_{c:02d}": wide_value(r, c, width) for c in range(columns)} for r in range(rows))
+        return writer.finish()
+
+    table = await ctx.run_blocking(build)
+    return Extraction(tables=[table], description=f"Toy wide table: {columns} text columns of {width} characters.")
+
+
 def _browse_tables(ctx: CallContext) -> list[Any]:
     hits = ctx.table(
         "hits",
@@ -415,6 +434,21 @@ TOOLS = (
         },
     ),
     Tool(name="crash", description="Fails with an untyped exception.", run=crash, requires_resource=False),
+    Tool(
+        name="wide",
+        description="A toy table of wide text columns.",
+        kind="extraction",
+        run=wide,
+        requires_resource=False,
+        requires_credentials=False,
+        input_schema={
+            "properties": {
+                "rows": {"type": "integer", "minimum": 0, "maximum": 5000},
+                "columns": {"type": "integer", "minimum": 1, "maximum": 200},
+                "width": {"type": "integer", "minimum": 0, "maximum": 2000000},
+            }
+        },
+    ),
     Tool(
         name="tally",
         description="Counts its calls in this conversation; reports progress.",

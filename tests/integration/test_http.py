@@ -425,7 +425,12 @@ async def test_https_round_trip_and_https_table_links(tmp_path: Path) -> None:
                 await anyio.sleep(0.1)
         else:
             pytest.fail("HTTPS server did not start")
-        headers, _ = await anyio.to_thread.run_sync(post, INIT)
+        # An ACP host: a client without the capability gets no system_data, and so no link (spec 2.2, 4.1).
+        acp_init = {
+            **INIT,
+            "params": {**INIT["params"], "capabilities": {"experimental": {"acp": ACP_HOST_CAPABILITY}}},
+        }
+        headers, _ = await anyio.to_thread.run_sync(post, acp_init)
         session = headers["mcp-session-id"]
         meta = {"credentials": TEST_CREDENTIALS, "inline_max_bytes": 100, "autocontext_delivered": True}
         call = {
@@ -502,19 +507,27 @@ LARGE_REPORT = {**REPORT, "rows": 12_000}  # about 1.2 MB of rows: past the mcp 
 
 async def test_a_large_extraction_reaches_a_stock_mcp_client_as_a_link(toy_http) -> None:
     """Over HTTP a table past the safe event size goes as a single-use link whatever inline_max_bytes says,
-    so a client with the SDK's default 1 MiB limit on server-sent events still gets the answer (spec 8.5)."""
+    so a client with the SDK's default 1 MiB limit on server-sent events still gets the answer (spec 8.5).
+
+    The SDK's own session, with the ACP capability declared (the stock one cannot declare it), gets the
+    link; the stock one, a plain MCP client, gets no system_data at all (spec 2.2, 4.1), only the text.
+    """
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
+    from shared._sdk import AcpClientSession
     from shared.host import open_table
 
+    async def no_tables(params: dict) -> dict:
+        raise AssertionError("no acp/read_table expected")
+
+    meta = {"acp": {"credentials": TEST_CREDENTIALS, "inline_max_bytes": 50_000_000}}
     with toy_http() as server:
         async with (
             streamable_http_client(server.url) as (read, write),
-            ClientSession(read, write) as session,
+            AcpClientSession(read, write, experimental={"acp": ACP_HOST_CAPABILITY}, read_table=no_tables) as session,
         ):
             await session.initialize()
-            meta = {"acp": {"credentials": TEST_CREDENTIALS, "inline_max_bytes": 50_000_000}}
             with anyio.fail_after(60):
                 result = await session.call_tool("report", LARGE_REPORT, meta=meta)
             assert not result.is_error
@@ -524,6 +537,17 @@ async def test_a_large_extraction_reaches_a_stock_mcp_client_as_a_link(toy_http)
             async with open_table(data, exact=True) as table:
                 sessions = [row["sessions"] async for row in table]
             assert sessions == [i * 10 for i in range(12_000)]
+        async with (
+            streamable_http_client(server.url) as (read, write),
+            ClientSession(read, write) as plain,
+        ):
+            await plain.initialize()
+            with anyio.fail_after(60):
+                answer = await plain.call_tool("report", LARGE_REPORT, meta=meta)
+            assert not answer.is_error and "system_data" not in answer.meta["acp"]
+            assert answer.structured_content == json.loads(answer.content[0].text)
+            assert answer.structured_content["total_rows"] == 12_000
+    assert "/tables/" not in server.read_stderr()
 
 
 async def test_the_host_reads_large_tables_over_http_as_links_and_streams_them(toy_http) -> None:
@@ -546,13 +570,33 @@ async def test_the_host_reads_large_tables_over_http_as_links_and_streams_them(t
             assert small.system_data["format"] == "inline" and len(small.rows()) == 40
 
 
-async def test_the_host_accepts_server_events_past_one_mib(toy_http) -> None:
-    """A server may send more than the SDK client's default 1 MiB in one event; the host reads it."""
+async def test_every_answer_stays_under_the_stock_clients_event_limit(toy_http) -> None:
+    """Over HTTP the model's text is held to HTTP_MODEL_MAX_CHARS whatever the answer: a 1.5 MB info answer
+    and a wide table (500 K characters of capped values) reach a stock client, with its default 1 MiB event
+    limit, as valid JSON within the budget; the table stays whole for the host."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from shared._runtime import HTTP_MODEL_MAX_CHARS
+
     rules = json.dumps({"note": "x" * 1_500_000})
     with toy_http() as server:
         async with AcpHost(url=server.url) as host:
             echoed = await host.call("echo_config", {}, {"config": {"rules": rules}})
-            assert not echoed.is_error and echoed.model_response["config"]["rules"] == rules
+            assert not echoed.is_error and len(echoed.text) <= HTTP_MODEL_MAX_CHARS
+            assert echoed.model_response["config"]["rules"].startswith('{"note": "xxx')
+            assert echoed.system_info["model_max_chars"] == HTTP_MODEL_MAX_CHARS
+            wide = await host.call("wide", {"rows": 25, "columns": 40, "width": 2000})
+            assert len(wide.text) <= HTTP_MODEL_MAX_CHARS and wide.model_response["returned_rows"] >= 1
+            assert len(wide.rows()) == 25
+        async with (
+            streamable_http_client(server.url) as (read, write),
+            ClientSession(read, write) as plain,
+        ):
+            await plain.initialize()
+            answer = await plain.call_tool("echo_config", {}, meta={"acp": {"config": {"rules": rules}}})
+            assert not answer.is_error and len(answer.content[0].text) <= HTTP_MODEL_MAX_CHARS
+            assert answer.structured_content == json.loads(answer.content[0].text)
 
 
 async def test_links_on_another_origin_never_get_the_token(toy_http) -> None:
