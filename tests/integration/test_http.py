@@ -495,7 +495,8 @@ async def test_a_client_that_resets_its_timeout_on_progress_waits_out_a_long_que
                 result = await session.call_tool("stream", long_query, progress_callback=reset_on_progress)
             assert not deadline.cancelled_caught, messages
             assert not result.is_error
-            assert result.meta is not None and result.meta["acp"]["system_data"]["row_count"] == 3000
+            # A plain client gets no system_data (spec 2.2, 4.1): the model's text says how many rows came.
+            assert json.loads(result.content[0].text)["total_rows"] == 3000
             assert messages[0].startswith("Still running after") and messages[-1].startswith("3,000 rows fetched")
             # The same call with the same timeout, never reset, fails: the query is longer than the timeout.
             with pytest.raises(MCPError, match="timed out"):
