@@ -76,10 +76,15 @@ def _sqlite(path: Path, script: str) -> Path:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     folder = tmp_path_factory.mktemp("gateway")
     orders = ", ".join(f"({i}, {i * 1.5}, 'order {i}')" for i in range(40))
+    # 40 wide text columns: a 25-row sample of them is far beyond a gateway's 3,000 characters.
+    wide_columns = ", ".join(f"c{c:02d} TEXT" for c in range(40))
+    wide_rows = ", ".join(
+        "(" + ", ".join("'" + f"row {r} col {c} " * 12 + "'" for c in range(40)) + ")" for r in range(30)
+    )
     sales = _sqlite(
         folder / "sales.sqlite",
         "CREATE TABLE orders (id INTEGER, amount REAL, note TEXT); CREATE TABLE customers (id INTEGER, name TEXT); "
-        f"INSERT INTO orders VALUES {orders};",
+        f"INSERT INTO orders VALUES {orders}; CREATE TABLE wide ({wide_columns}); INSERT INTO wide VALUES {wide_rows};",
     )
     other = _sqlite(
         folder / "other.sqlite", f"CREATE TABLE ledger (entry TEXT); INSERT INTO ledger VALUES ('{OTHER_ROW}');"
@@ -174,6 +179,12 @@ async def test_a_plain_mcp_client_extracts_with_a_bound_token(gateway: Gateway, 
         tools = [t.name for t in (await session.list_tools()).tools]
         assert tools[:3] == ["autocontext", "autocontext_data", "execute_sql"]
         result = await session.call_tool("execute_sql", {"sql": "SELECT id, amount, note FROM orders ORDER BY id"})
+        wide = await session.call_tool("execute_sql", {"sql": "SELECT * FROM wide"})
+    # The sources file's model budget (3,000 characters) holds for 40 wide text columns, as valid JSON.
+    assert not wide.is_error and len(wide.content[0].text) <= 3000
+    wide_answer = _answer(wide)
+    assert wide_answer["total_rows"] == 30 and len(wide_answer["columns"]) == 40
+    assert wide_answer["notice"].startswith(f"Showing {wide_answer['returned_rows']} of 30 extracted rows")
     assert not result.is_error, result.content[0].text
     answer = _answer(result)
     assert answer["total_rows"] == 40 and answer["columns"] == ["id", "amount", "note"]
