@@ -80,6 +80,16 @@ def cpu_seconds(process: Any) -> float:
     return float(times.user + times.system)
 
 
+class _Unchecked:
+    """What ``check_sql`` returns when it checks nothing: the raw text, run as it is."""
+
+    def __init__(self, sql: str) -> None:
+        self.text, self.dates = sql, []
+
+    def sql(self) -> str:
+        return self.text
+
+
 def serve_unchecked() -> None:
     """The connector with ``Engine.check_sql`` as a no-op (benchmark only: the query is a fixed
     SELECT, and the engine's own read-only layers still apply)."""
@@ -87,7 +97,7 @@ def serve_unchecked() -> None:
 
     from connectors.databases import engine
 
-    engine.Engine.check_sql = lambda self, sql: []  # type: ignore[method-assign]
+    engine.Engine.check_sql = lambda self, sql: _Unchecked(sql)  # type: ignore[method-assign,assignment,return-value]
     sys.argv = ["connectors.databases"]
     runpy.run_module("connectors.databases", run_name="__main__", alter_sys=True)
 

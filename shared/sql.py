@@ -4,6 +4,8 @@
   statement, and it must be a query with no data-modifying node, no ``INTO``, no
   side-effect or file function and no relation that reads server files or has side effects.
   It is one layer of several; the engine's read-only mode and the driver enforce the rest.
+  It returns a :class:`CheckedQuery`: the syntax tree it approved, which later layers inspect
+  and whose regenerated text is what the engine runs.
 * :func:`date_literals` finds the key dates of a query for ``model_response.dates``.
 * :func:`describe_syntax_error` turns sqlglot's parse and tokenizer errors into words for the
   model: what is wrong and where, without sqlglot's terminal escape codes or class names.
@@ -15,6 +17,7 @@ import datetime as dt
 import logging
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import AcpError, InvalidArguments, ReadOnlyViolation
@@ -128,10 +131,29 @@ def _refuse_function(name: str) -> ReadOnlyViolation:
     )
 
 
+@dataclass(frozen=True)
+class CheckedQuery:
+    """One read-only query as the checker read it.
+
+    ``tree`` is sqlglot's syntax tree of the one statement (an ``exp.Query`` or ``exp.Values``);
+    ``dialect`` the sqlglot dialect it was read and is written in; ``dates`` its date literals.
+    Later layers inspect ``tree``; the engine runs :meth:`sql`, never the raw text, so that what
+    runs is what was checked.
+    """
+
+    tree: Any
+    dialect: str
+    dates: list[str]
+
+    def sql(self) -> str:
+        """The query regenerated from the checked tree, in the engine's dialect."""
+        return str(self.tree.sql(dialect=self.dialect))
+
+
 def check_query_only(
     sql: str, dialect: str, forbidden_functions: Iterable[str] = (), forbidden_relations: Iterable[str] = ()
-) -> list[str]:
-    """Refuse anything but one read-only query; return its date literals (see :func:`date_literals`).
+) -> CheckedQuery:
+    """Refuse anything but one read-only query; return it as a :class:`CheckedQuery`.
 
     ``forbidden_functions`` and ``forbidden_relations`` (tables and views, matched by their own
     name whatever the qualification) are names as :class:`_Names` reads them: exact, or a prefix
@@ -188,7 +210,7 @@ def check_query_only(
                 f"The relation {node.name.lower()} is not allowed: reading it reads files of the server or has "
                 "side effects. Rewrite the query without it."
             )
-    return dates
+    return CheckedQuery(statement, dialect, dates)
 
 
 _QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "L_PAREN"})

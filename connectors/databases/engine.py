@@ -14,10 +14,13 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from shared import AcpError, CredentialsInvalid, Header, Principal, TableWriter
 from shared.errors import missing_extra, timed_out
+
+if TYPE_CHECKING:
+    from shared.sql import CheckedQuery
 
 ENGINE_MODULES = {
     "sqlite": "engine_sqlite",
@@ -198,8 +201,8 @@ class Engine(ABC):
     @abstractmethod
     def translate(self, exc: BaseException) -> AcpError | None: ...
 
-    def check_sql(self, sql: str) -> list[str]:
-        """The parser layer of read-only in depth; returns the SQL's date literals."""
+    def check_sql(self, sql: str) -> CheckedQuery:
+        """The parser layer of read-only in depth: the query as it was checked, which is what runs."""
         from shared.sql import check_query_only
 
         return check_query_only(sql, self.dialect, self.forbidden_functions, self.forbidden_relations)

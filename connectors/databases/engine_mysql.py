@@ -64,7 +64,7 @@ from shared import (
     UpstreamError,
 )
 from shared.error_policy import Failure, Rule, first_match
-from shared.sql import SEVERAL_STATEMENTS
+from shared.sql import SEVERAL_STATEMENTS, CheckedQuery
 
 from .engine import (
     MIN_COUNT_S,
@@ -960,7 +960,7 @@ class MysqlEngine(Engine):
     forbidden_functions = FORBIDDEN_FUNCTIONS
     forbidden_relations = FORBIDDEN_RELATIONS
 
-    def check_sql(self, sql: str) -> list[str]:
+    def check_sql(self, sql: str) -> CheckedQuery:
         check_mysql_specifics(sql)
         return super().check_sql(sql)
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared import InvalidArguments
 from shared.access import AccessRules, compile_pattern, json_list
 
 from .engine import Connection, Engine
+
+if TYPE_CHECKING:
+    from shared.sql import CheckedQuery
 
 
 @dataclass(frozen=True)
@@ -82,25 +85,12 @@ class Hidden:
             self._views[key] = self._view_reads_hidden(schema, name)
         return self._views[key]
 
-    def check_query(self, sql: str, default_schema: str | None) -> None:
+    def check_query(self, query: CheckedQuery, default_schema: str | None) -> None:
         """Refuse a query that reads a hidden table or column: by name, by ``*`` or a whole-row
         reference, through a view, the catalog, a table function or a user-defined function."""
         if not self.policy.hidden:
             return
-        from sqlglot import exp
-        from sqlglot.errors import ParseError, TokenError
-
-        from shared.sql import describe_syntax_error
-
-        try:
-            statements = [
-                s for s in _parse(sql, self.engine.dialect) if s is not None and not isinstance(s, exp.Semicolon)
-            ]
-        except (ParseError, TokenError) as exc:
-            raise _cannot_check(f"syntax error {describe_syntax_error(exc, sql)}") from None
-        if len(statements) != 1:
-            raise _cannot_check("it holds several statements")
-        refusal = self._refusal(statements[0], default_schema)
+        refusal = self._refusal(query.tree, default_schema)
         if refusal is not None:
             raise refusal
 
@@ -214,11 +204,4 @@ def _unseen(what: str) -> InvalidArguments:
 def _hidden(what: str) -> InvalidArguments:
     return InvalidArguments(
         f"The query uses {what}, which the source configuration hides (personal data). Rewrite it without that."
-    )
-
-
-def _cannot_check(why: str) -> InvalidArguments:
-    return InvalidArguments(
-        f"This source hides some tables or columns, and this query could not be checked against them ({why}). "
-        "Send one plain SELECT that the checker can parse."
     )

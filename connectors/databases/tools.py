@@ -26,11 +26,11 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
     timeout_s = float(ctx.config["statement_timeout_s"])
 
     def run(conn: Connection) -> tuple[Any, list[str], QueryOutcome]:
-        dates = engine.check_sql(sql)  # the parser layer, before the engine's own layers
-        policy.on(conn, engine).check_query(sql, location.schema)
+        checked = engine.check_sql(sql)  # the parser layer, before the engine's own layers
+        policy.on(conn, engine).check_query(checked, location.schema)
         writer = ctx.table()  # stops at max_rows, with its warning
         outcome = conn.stream(sql, writer, schema=location.schema, timeout_s=timeout_s)
-        return writer.finish(), dates, outcome
+        return writer.finish(), checked.dates, outcome
 
     table, dates, outcome = await with_connection(ctx, location.database, run)
     source: dict[str, Any] = {"engine": engine.name, "database": location.database}
