@@ -227,6 +227,10 @@ async def test_every_corpus_query_answers_as_the_driver_does(source: CorpusSourc
                 problems.append(f"{name}: {difference}")
             else:
                 answered += 1
+        # Premise: the `hidden` rule is live on this source, so every answer above went through its check.
+        premise = {"resource_id": source.resource_id, "sql": "SELECT id, ssn FROM staff"}
+        refused = await host.call("execute_sql", premise, source.meta())
+        assert refused.error_name == "ACP_INVALID_ARGUMENTS" and "hid" in refused.error["message"], refused.error
     assert not problems, f"{source.engine}: {len(problems)} of {len(queries)} corpus queries:\n" + "\n".join(problems)
     assert answered == len(queries) - len(known)
 

@@ -751,7 +751,7 @@ GROUP BY n.n_name
 ORDER BY n.n_name;
 
 -- name: q62_quick_look_unaliased
-SELECT l_shipmode, COUNT(*), SUM(l_quantity), MAX(l_shipdate)
+SELECT l_shipmode, count(*), sum(l_quantity), max(l_shipdate)
 FROM lineitem
 GROUP BY l_shipmode
 ORDER BY l_shipmode;
