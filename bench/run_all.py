@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         run("model_budget.py"),
         run("http_load.py", "--seconds", f"{args.load_seconds:g}"),
         run("zip_start.py", "--runs", str(args.runs)),
+        run("sql_roundtrip.py", "--repeat", "3"),
     ]
     if args.extract:
         codes.append(run("db_extract.py", "--repeat", "1"))
