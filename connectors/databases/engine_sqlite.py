@@ -16,6 +16,7 @@ creating the one target table, and nothing else.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -79,6 +80,8 @@ _QUERY_PRAGMAS = frozenset(
         "query_only",
     }
 )
+# The eponymous virtual tables a read may use (value generators over their arguments).
+_EPONYMOUS_TABLES = "SELECT 1 FROM json_each('[]') UNION ALL SELECT 1 FROM json_tree('[]')"
 _PROGRESS_STEPS = 5000
 EXACT_COUNT_MAX_ROWS = 5_000_000  # counting this many rows takes tens of milliseconds
 _SQL_TYPES = {"integer": "INTEGER", "number": "REAL", "boolean": "INTEGER", "date": "DATE", "datetime": "TIMESTAMP"}
@@ -124,6 +127,11 @@ class Database(Connection):
             if not write:
                 self.conn.execute("PRAGMA query_only = 1")
             self.conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+            # SQLite registers an eponymous virtual table on its first use in a connection by writing
+            # to the in-memory schema, which the authorizer below denies: register the JSON ones
+            # (value generators that read no table) before it is installed.
+            with contextlib.suppress(sqlite3.OperationalError):  # a SQLite built without JSON has none
+                self.conn.execute(_EPONYMOUS_TABLES).fetchall()
             self.conn.set_authorizer(_authorize if not write else self._authorize_write)
             self.conn.set_progress_handler(self._progress, _PROGRESS_STEPS)
             self.conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()  # fails on a non-database file

@@ -36,10 +36,7 @@ pytestmark = pytest.mark.anyio
 # Each is a false refusal to fix; the test fails when one is answered again (so that it leaves the list)
 # or refused for another reason.
 KNOWN_REFUSALS: dict[str, dict[str, str]] = {
-    "sqlite": {
-        # The connector's SQLite authorizer denies the internal writes of json_each's first construction.
-        "q44_tags_from_json_array": "SQLite rejected the query: vtable constructor failed: json_each",
-    },
+    "sqlite": {},
     "duckdb": {},
     "postgres": {},
     "mariadb": {
