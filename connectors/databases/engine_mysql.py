@@ -66,6 +66,7 @@ from shared import (
 from shared.error_policy import Failure, Rule, first_match
 from shared.sql import SEVERAL_STATEMENTS, CheckedQuery
 
+from .dsn import require_agreement, split_url, userinfo_secrets
 from .engine import (
     MIN_COUNT_S,
     STATEMENT_TIMED_OUT,
@@ -75,6 +76,7 @@ from .engine import (
     ForeignKey,
     QueryOutcome,
     TableInfo,
+    TimeBudgetExceeded,
 )
 
 log = logging.getLogger(__name__)
@@ -108,7 +110,6 @@ SSL_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity"
 DEFAULT_PORT = 3306
 CONNECT_TIMEOUT_S = 10
 CATALOG_TIMEOUT_S = 30.0  # catalog queries (information_schema) on a very large server
-WATCHDOG_GRACE_S = 2.0  # the client-side backstop fires this long after the server's own timeout
 EXACT_COUNT_UNDER = 100_000  # InnoDB estimates below this are replaced by a COUNT(*) within the budget
 INSERT_BATCH = 1000
 INSERT_TIMEOUT_S = 300.0  # per INSERT statement of INSERT_BATCH rows (and the CREATE TABLE)
@@ -143,10 +144,6 @@ _SQL_TYPES = {
 }
 _JSON_CHECK = re.compile(r"CHECK \(json_valid\(`((?:[^`]|``)+)`\)\)", re.IGNORECASE)
 MAX_TABLES_FOR_TYPES = 20  # tables of one query whose definition is read for JSON columns (MariaDB)
-
-
-class TimeBudgetExceeded(Exception):
-    """A query ran past its time budget (statement_timeout_s, or a block's budget)."""
 
 
 # -- the parser layer -------------------------------------------------------------------------------
@@ -331,13 +328,21 @@ _DSN_SHAPE = "mysql://user:password@host:3306/database?ssl_mode=required&ssl_ca=
 def _from_dsn(dsn: Any) -> Settings:
     if not isinstance(dsn, str) or not dsn.strip():
         raise _invalid(f"need a connection string such as {_DSN_SHAPE}")
+    url = split_url(dsn.strip())
+    if url is None or url.scheme not in ("mysql", "mariadb", "mysql+pymysql"):
+        raise _invalid(f"hold a connection string that does not start with mysql://; use {_DSN_SHAPE}")
     try:
         parts = urlsplit(dsn.strip())
+    except ValueError:  # an unclosed "[" of an IPv6 host
+        raise _invalid(f"hold a connection string that cannot be read; use {_DSN_SHAPE}") from None
+    # Errors are fixed words from here on: what urlsplit calls the host, port or database may be a
+    # piece of a password written without percent-encoding, unless its reading agrees (see .dsn).
+    user = unquote(parts.username) if parts.username else None
+    require_agreement(url, user, unquote(parts.password) if parts.password else None, "MySQL", _DSN_SHAPE)
+    try:
         port = parts.port
     except ValueError:
-        raise _invalid(f"hold a connection string that cannot be read; use {_DSN_SHAPE}") from None
-    if parts.scheme.lower() not in ("mysql", "mariadb", "mysql+pymysql"):
-        raise _invalid(f"hold a connection string that does not start with mysql://; use {_DSN_SHAPE}")
+        raise _invalid("have a port that is not a number from 1 to 65535") from None
     database = unquote(parts.path.lstrip("/"))
     if not parts.hostname or not parts.username or not database or "/" in database:
         raise _invalid(f"hold a connection string without a host, user or database; use {_DSN_SHAPE}")
@@ -405,7 +410,6 @@ class MysqlConnection(Connection):
         self._raw: pymysql.Connection[Any] | None = None
         self._timeout: float | None = None
         self._thread_id = 0
-        self._expired = threading.Event()
         self._zero_dates = 0
         self.exact_count_under = EXACT_COUNT_UNDER
         self._json_cache: dict[tuple[str, str], tuple[float, frozenset[str]]] = {}
@@ -501,12 +505,21 @@ class MysqlConnection(Connection):
             return False
         return True
 
-    def cancel(self) -> None:
-        """Stop the running statement at the server (from a thread: this may run on the event loop)."""
-        self.cancelled.set()
+    def reset(self) -> bool:
+        """PyMySQL has no public way to reset a session (COM_RESET_CONNECTION), and user variables
+        (``@v := 'x'``), named locks and session settings would outlive the call: never pooled."""
+        return False
+
+    def interrupt(self) -> None:
+        """``KILL QUERY`` of the running statement, from a second connection (PyMySQL has no cancel)."""
         thread_id = self._thread_id
         if thread_id:
-            threading.Thread(target=self._kill_query, args=(thread_id,), name="acp-mysql-cancel", daemon=True).start()
+            self._kill_query(thread_id)
+
+    def cancel(self) -> None:
+        """The call was cancelled: stop its statement in a thread (this may run on the event loop)."""
+        self.cancelled.set()
+        threading.Thread(target=self.interrupt, name="acp-mysql-cancel", daemon=True).start()
 
     def _kill_query(self, thread_id: int) -> None:
         try:
@@ -518,10 +531,6 @@ class MysqlConnection(Connection):
                 side.close()
         except Exception:
             log.warning("KILL QUERY %s failed", thread_id, exc_info=True)
-
-    def _expire(self, thread_id: int) -> None:
-        self._expired.set()
-        self._kill_query(thread_id)
 
     # -- transactions and budgets ------------------------------------------------------------------
     def _set_timeout(self, cursor: Cursor, seconds: float) -> None:
@@ -561,28 +570,29 @@ class MysqlConnection(Connection):
     def stream(
         self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float, batch: int = 5000
     ) -> QueryOutcome:
-        """Run one read-only query on a server-side (unbuffered) cursor into ``writer``."""
+        """Run one read-only query on a server-side (unbuffered) cursor into ``writer``.
+
+        The deadline's ``KILL QUERY`` bounds the whole call; the server's own statement timeout
+        (MariaDB ``max_statement_time``, MySQL ``max_execution_time``) is a second layer.
+        """
         outcome = QueryOutcome()
-        raw = self._live()
-        self._expired.clear()
-        self._zero_dates = 0
-        database = schema or self.database
-        with raw.cursor() as setup:
-            self._set_timeout(setup, timeout_s)
-            setup.execute("START TRANSACTION READ ONLY")
-            json_columns = self._json_columns(setup, sql, database) if self.mariadb else frozenset()
-        self._thread_id = int(raw.thread_id())  # type: ignore[no-untyped-call]
-        if self.cancelled.is_set():
-            self._rollback()
-            raise CallCancelled
-        watchdog = threading.Timer(timeout_s + WATCHDOG_GRACE_S, self._expire, args=(self._thread_id,))
-        watchdog.daemon = True
-        cursor = SSCursor(raw)
-        finished = False  # the whole result was read: the connection can take another statement
-        try:
-            watchdog.start()
-            started = time.monotonic()
+        with self.deadline(timeout_s):
+            raw = self._live()
+            self._thread_id = int(raw.thread_id())  # type: ignore[no-untyped-call]
+            self._zero_dates = 0
+            database = schema or self.database
+            cursor: SSCursor | None = None
+            finished = False  # the whole result was read: the connection can take another statement
             try:
+                with raw.cursor() as setup:
+                    self._set_timeout(setup, timeout_s)
+                    setup.execute("START TRANSACTION READ ONLY")
+                    json_columns = self._json_columns(setup, sql, database) if self.mariadb else frozenset()
+                if self.cancelled.is_set():
+                    finished = True
+                    raise CallCancelled
+                cursor = SSCursor(raw)
+                started = time.monotonic()
                 cursor.execute(sql)
                 headers, binary = _headers(cursor, json_columns)
                 writer.set_columns(headers)
@@ -590,12 +600,13 @@ class MysqlConnection(Connection):
                     rows = cursor.fetchmany(size)
                     finished = len(rows) < size
                     writer.extend(rows)
+                    self.check_deadline()
                 if finished and time.monotonic() - started >= 0.9 * timeout_s:
                     self._check_interrupted(cursor)
             except pymysql.err.MySQLError as exc:
                 code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
                 finished = 0 < code < 2000  # a server error ends the result; client errors break the link
-                if self._expired.is_set() or code in (1969, 3024):
+                if code in (1969, 3024):
                     raise TimeBudgetExceeded from exc
                 if code in (1044, 1045):  # a statement-level access refusal (INTO OUTFILE without FILE…)
                     raise ReadOnlyViolation(
@@ -603,16 +614,14 @@ class MysqlConnection(Connection):
                         f"({exc.args[1]}). Rewrite it as a single SELECT."
                     ) from exc
                 raise
-        finally:
-            watchdog.cancel()
-            self._thread_id = 0
-            if finished:
-                self._rollback()  # reads never commit
-            else:
-                _detach(cursor)
-                self._abandon()  # capped or failed mid-result: never drain the rest of it
-        if self._expired.is_set():
-            raise TimeBudgetExceeded  # the watchdog's KILL QUERY stopped it (SLEEP returns normally)
+            finally:
+                self._thread_id = 0
+                if finished:
+                    self._rollback()  # reads never commit
+                else:
+                    if cursor is not None:
+                        _detach(cursor)
+                    self._abandon()  # capped or failed mid-result: never drain the rest of it
         for name in binary:
             outcome.warnings.append(f"Column '{name}' holds binary data; it is delivered as base64 text.")
         if self._zero_dates:
@@ -949,6 +958,40 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
 
 
+def connect_error(exc: pymysql.err.OperationalError, settings: Settings, target: str) -> AcpError | None:
+    """A connection that never opened, in words built from the parsed, non-secret parts (the
+    server's and the driver's text quotes the user, host and port it was given); None for a server
+    error after the login, which the translation table words."""
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+    if code in (1044, 1049) and target != settings.database:
+        return ResourceNotFound(
+            f"No database '{target}' that this user can read. Call autocontext without arguments to list the databases."
+        )
+    if code in (1045, 1698):
+        sent = "with a password" if settings.password else "without a password"
+        return CredentialsInvalid(
+            f"MySQL denied access to user {settings.user} ({sent}). Ask the user to check the user, password and "
+            "the hosts that user may connect from."
+        )
+    if code == 1044:
+        return CredentialsInvalid(
+            f"MySQL denied this user the database {target}. Ask the user for credentials with access to it."
+        )
+    if code == 1049:
+        return ResourceNotFound(f"MySQL has no database {target}. Ask the user to check the database name.")
+    if code == 2026 or "ssl" in str(exc).lower():
+        return CredentialsInvalid(
+            f"The TLS connection to MySQL at {settings.host}:{settings.port} failed. Ask the user to check "
+            "ssl_mode and ssl_ca."
+        )
+    if code >= 2000 or code == 0:
+        return UpstreamError(
+            f"Cannot reach the MySQL server at {settings.host}:{settings.port}. Try again; if it persists, ask the "
+            "user to check the server, host and port."
+        )
+    return None
+
+
 # -- the engine -------------------------------------------------------------------------------------------
 class MysqlEngine(Engine):
     name = "mysql"
@@ -969,13 +1012,7 @@ class MysqlEngine(Engine):
         found = [settings.password] if settings.password else []
         dsn = credentials.get("dsn")
         if isinstance(dsn, str) and dsn:
-            found.append(dsn)
-            try:
-                raw_password = urlsplit(dsn.strip()).password
-            except ValueError:
-                raw_password = None
-            if raw_password and raw_password != settings.password:
-                found.append(raw_password)  # as written in the DSN (percent-encoded)
+            found += [dsn, *userinfo_secrets(dsn)]  # the password as written (percent-encoded), and its pieces
         return Principal(identity=settings.identity, secrets=tuple(found))
 
     def default_database(self, credentials: dict[str, Any]) -> str:
@@ -987,13 +1024,10 @@ class MysqlEngine(Engine):
         try:
             return MysqlConnection(settings, target, write=write)
         except pymysql.err.OperationalError as exc:
-            code = exc.args[0] if exc.args else 0
-            if code in (1044, 1049) and target != settings.database:
-                raise ResourceNotFound(
-                    f"No database '{target}' that this user can read. Call autocontext without arguments to list "
-                    "the databases."
-                ) from None
-            raise
+            failure = connect_error(exc, settings, target)
+            if failure is None:
+                raise
+            raise failure from None
 
     def translate(self, exc: BaseException) -> AcpError | None:
         return translate(exc)
