@@ -139,7 +139,8 @@ async def test_one_deadline_ends_a_query_whose_rows_trickle_out_and_stops_it_at_
         async with anyio.create_task_group() as group:
 
             async def call() -> None:
-                answer.append(await host.call("execute_sql", {"resource_id": source.resource, "sql": sql}, meta))
+                with anyio.fail_after(60):  # a safety bound for a regression: these rows would go on for hours
+                    answer.append(await host.call("execute_sql", {"resource_id": source.resource, "sql": sql}, meta))
 
             group.start_soon(call)
             if source.running is not None:
