@@ -158,9 +158,16 @@ def test_a_connection_whose_reset_fails_is_closed_not_pooled(pg_database: Any, p
         db.rows("SELECT pg_terminate_backend(%s)", (pid,))  # the session dies between the call and its reset
     with _take(pool, credentials) as conn:
         assert _pid(conn) != pid
-    with pytest.raises(ZeroDivisionError), _take(pool, credentials) as conn:  # a failed call: in doubt
-        failed = _pid(conn)
-        raise ZeroDivisionError
+    pids: list[int] = []
+
+    def failing_call() -> None:
+        with _take(pool, credentials) as conn:
+            pids.append(_pid(conn))
+            raise ZeroDivisionError  # a call that failed: its connection is in doubt
+
+    with pytest.raises(ZeroDivisionError):
+        failing_call()
+    failed = pids[0]
     assert _eventually(lambda: db.rows("SELECT pid FROM pg_stat_activity WHERE pid = %s", (failed,)) == [])
 
 
