@@ -247,7 +247,7 @@ class PostgresConnection(Connection):
         self._conn.rollback()
         self._conn.autocommit = True
         try:
-            self._conn.execute("DISCARD ALL")
+            self._conn.execute("DISCARD ALL", prepare=False)  # never prepared: it deallocates itself
         finally:
             self._conn.autocommit = False
         return True
