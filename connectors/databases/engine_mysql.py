@@ -19,9 +19,11 @@ Read-only in depth (spec 10.4), on every read:
    rejects ``SELECT 1; DROP TABLE t`` as a syntax error; ``LOAD DATA LOCAL`` is off;
 4. the session's ``sql_mode`` loses ``ANSI_QUOTES`` and ``NO_BACKSLASH_ESCAPES``, so the server
    lexes string literals exactly as layer 1 does (a mismatch could hide a comment in a "string");
-5. a statement timeout per query (MariaDB ``max_statement_time``, MySQL ``max_execution_time``)
-   with a client-side watchdog as a backstop, and ``KILL QUERY`` from a separate connection to
-   cancel (PyMySQL has no cancel).
+5. one deadline per call whose timer runs ``KILL QUERY`` from a separate connection (PyMySQL has
+   no cancel), with the server's statement timeout (MariaDB ``max_statement_time``, MySQL
+   ``max_execution_time``) as a second layer; a cancelled call is killed the same way;
+6. a connection serves one call and is closed (:meth:`MysqlConnection.reset`): PyMySQL cannot reset
+   a session, and user variables and named locks would reach the next call.
 
 A superuser with the ``FILE`` privilege is only held back by layer 1 — verified here:
 ``secure_file_priv`` is NULL on this MariaDB, so ``SELECT … INTO OUTFILE '/tmp/…'`` wrote a file

@@ -11,9 +11,12 @@ Read-only in depth (spec 10.4), on every read:
 3. the extended query protocol through a server-side (named) cursor: it accepts exactly one
    statement — verified: psycopg's simple protocol ran ``SELECT 1; COMMIT; DROP TABLE t``
    *inside* a read-only transaction;
-4. ``statement_timeout`` set per transaction, and a server-side cancel for cancelled calls.
+4. one deadline per call whose timer cancels the query at the server (:meth:`Connection.deadline`),
+   with ``statement_timeout`` per statement as a second layer, and a server-side cancel for
+   cancelled calls.
 
-Rows stream from the server-side cursor, so memory stays flat on large results.
+Rows stream from the server-side cursor in the writer's byte-bounded batches, so memory stays flat
+on large results. A session goes back to the pool only after ``DISCARD ALL`` (:meth:`reset`).
 """
 
 from __future__ import annotations
@@ -200,6 +203,11 @@ def connect_error(exc: psycopg.OperationalError, params: dict[str, Any]) -> AcpE
         return ResourceNotFound(
             f"PostgreSQL has no database {params.get('dbname')} that these credentials may connect to. "
             "Call autocontext without arguments to list the ones they can use."
+        )
+    if "pg_hba.conf" in text:
+        return CredentialsInvalid(
+            f"PostgreSQL ({where}) does not accept this user from this machine (no pg_hba.conf entry, or one that "
+            "needs TLS). Ask the user to check the user, sslmode and the server's access rules."
         )
     if "ssl" in text or "certificate" in text:
         return CredentialsInvalid(
