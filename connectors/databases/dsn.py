@@ -80,8 +80,15 @@ def userinfo_secrets(dsn: str) -> list[str]:
 def require_agreement(parts: UrlParts, user: str | None, password: str | None, engine: str, shape: str) -> None:
     """Refuse a string whose driver reading (``user``, ``password``) differs from the split at the
     last ``@``: a character of the user or password was not percent-encoded, and what the driver
-    would take for the host, port or database may be a piece of the password."""
-    if (user or None, password or None) != (parts.user or None, parts.password or None):
+    would take for the host, port or database may be a piece of the password. Without an ``@`` there
+    is nothing to misread, and without a ``:`` in the userinfo the password may come from the options
+    (``?password=…``)."""
+    if parts.userinfo is None:
+        return
+    disagree = (user or None) != (parts.user or None)
+    if parts.password is not None:
+        disagree = disagree or (password or None) != (parts.password or None)
+    if disagree:
         raise CredentialsInvalid(
             f"The {engine} connection string cannot be read safely: a character in its user name or password "
             "(such as @ : / ? # % or a space) is not percent-encoded (write @ as %40, : as %3A, / as %2F, "

@@ -24,6 +24,8 @@ from loader import load_file
 
 from connectors.databases import CONNECTOR
 from connectors.databases.dsn import split_url, userinfo_secrets
+from connectors.databases.engine_postgres import ENGINE as POSTGRES
+from shared import CredentialsInvalid
 
 pg_server = load_file(Path(__file__).with_name("pg_server.py"), "acp_tests_databases_pg_server")
 mysql_server = load_file(Path(__file__).with_name("mysql_server.py"), "acp_tests_databases_mysql_server")
@@ -178,3 +180,25 @@ def test_every_piece_of_the_userinfo_past_the_user_is_a_secret() -> None:
     assert {"reader:p%40ss:w@rd", "p%40ss:w@rd", "p@ss:w@rd", "reader:p@ss:w@rd", "p@ss", "ss:w@rd", "w@rd"} <= found
     assert "reader" not in found and "db/shop" not in "".join(found)
     assert userinfo_secrets("mysql://reader@db/shop") == []  # no password, nothing to hide
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    ["postgresql://db.example.com/shop?user=reader&password=p%40ss%3Aw", "postgresql://reader@db.example.com/shop?password=x",
+     "postgresql://reader:p%40ss%3Aw%2F@db.example.com:5433/shop", "host=db.example.com user=reader password='p@ss w' dbname=shop"],
+)  # fmt: skip
+def test_well_formed_postgres_dsns_are_read_as_libpq_reads_them(dsn: str) -> None:
+    principal = POSTGRES.identify({"type": "postgres_dsn", "dsn": dsn})
+    assert principal.identity.startswith("postgres:reader@db.example.com:")
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    ["postgresql://reader:pa@ss@db.example.com/shop", "postgresql://reader:pa/ss@db.example.com/shop",
+     "postgresql://re@ader:pass@db.example.com/shop", "postgresql://reader:pa?ss@db.example.com/shop?sslmode=a@b"],
+)  # fmt: skip
+def test_postgres_dsns_libpq_would_misread_are_refused_in_fixed_words(dsn: str) -> None:
+    with pytest.raises(CredentialsInvalid) as refused:
+        POSTGRES.identify({"type": "postgres_dsn", "dsn": dsn})
+    assert "percent-encoded" in refused.value.message
+    assert "ss@" not in refused.value.message and "db.example.com" not in refused.value.message
