@@ -17,7 +17,7 @@ import anyio.to_thread
 from . import _jsonio as jsonio
 from ._settings import Effective
 from ._tablefiles import TableFiles, uri_path
-from .declaration import MAX_ROWS_KEY, Principal, ResourceRef
+from .declaration import MAX_RESULT_BYTES_KEY, MAX_ROWS_KEY, Principal, ResourceRef
 from .errors import (
     CREDENTIALS_MISSING_MESSAGE,
     AcpError,
@@ -224,11 +224,12 @@ class CallContext:
     ) -> TableWriter:
         """A streaming sink for one result table; use it inside :meth:`run_blocking`.
 
-        It stops at the effective ``max_rows`` config when the connector declares an extraction
-        cap (:attr:`~shared.declaration.Connector.max_rows`).
+        It stops at the effective ``max_rows`` and ``max_result_bytes`` config when the connector
+        declares those caps (:attr:`~shared.declaration.Connector.max_rows`, ``max_result_bytes``).
         """
         settings = self.settings
         cap = settings.config.get(MAX_ROWS_KEY)
+        size_cap = settings.config.get(MAX_RESULT_BYTES_KEY)
         spread = settings.row_limit if settings.sampling == "spread" else 0
         writer = TableWriter(
             name,
@@ -246,6 +247,7 @@ class CallContext:
             primary=primary,
             cancelled=self.cancelled,
             max_rows=int(cap) if cap is not None else None,
+            max_bytes=int(size_cap) if size_cap is not None else None,
             on_rows=self._rows_stored if self._report_progress is not None else None,
         )
         self._writers.append(writer)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 ToolKind = Literal["extraction", "info"]
 MAX_ROWS_KEY = "max_rows"  # the config key of the extraction cap (Connector.max_rows)
+MAX_RESULT_BYTES_KEY = "max_result_bytes"  # the config key of the size cap (Connector.max_result_bytes)
 
 
 def max_rows_property(default: int) -> JsonObject:
@@ -35,6 +36,18 @@ def max_rows_property(default: int) -> JsonObject:
         "type": "integer",
         "title": "Maximum rows per extraction",
         "description": "An extraction stops here and says so; the table keeps the rows up to the cap.",
+        "default": default,
+        "minimum": 1,
+    }
+
+
+def max_result_bytes_property(default: int) -> JsonObject:
+    """The ``max_result_bytes`` config property published for a connector's extraction size cap."""
+    return {
+        "type": "integer",
+        "title": "Maximum result size per extraction (bytes)",
+        "description": "An extraction whose table (as JSON) reaches this size stops there and says so, before "
+        "memory or disk become the limit; the table keeps the rows up to the cap.",
         "default": default,
         "minimum": 1,
     }
@@ -204,6 +217,7 @@ class Connector:
     ``max_rows`` declares an extraction cap: the core adds it to ``config_schema`` as the
     ``max_rows`` property with this default (so a user can change it per source), and every
     table of a call (``ctx.table()``) stops at the effective value and says so.
+    ``max_result_bytes`` does the same for the size of a table (its JSON bytes).
     """
 
     id: str
@@ -225,12 +239,18 @@ class Connector:
     open_world: bool = True
     block_timeout_s: float = 30.0
     max_rows: int | None = None
+    max_result_bytes: int | None = None
 
     def __post_init__(self) -> None:
+        # The one definition of each cap's setting: its default reaches ctx.config like any other.
+        caps: JsonObject = {}
         if self.max_rows is not None:
-            # The one definition of the cap's setting: its default reaches ctx.config like any other.
+            caps[MAX_ROWS_KEY] = max_rows_property(self.max_rows)
+        if self.max_result_bytes is not None:
+            caps[MAX_RESULT_BYTES_KEY] = max_result_bytes_property(self.max_result_bytes)
+        if caps:
             schema = self.config_schema or {"type": "object", "properties": {}, "required": []}
-            properties = {**schema.get("properties", {}), MAX_ROWS_KEY: max_rows_property(self.max_rows)}
+            properties = {**schema.get("properties", {}), **caps}
             object.__setattr__(self, "config_schema", {**schema, "properties": properties})
 
     @property

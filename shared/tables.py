@@ -46,6 +46,12 @@ RowsListener = Callable[["TableWriter", bool], None]
 _NONFINITE = 256  # a float NaN/Infinity delivered as null
 _ISO_TEXTS, _ISO_SPACED = "iso", "iso-spaced"  # converter plan entries, next to the column types
 _BATCH = 2000  # rows converted and encoded together on the fast path
+# A row loop's fetch is bounded by bytes as well as rows (see TableWriter.fetch_size): about this
+# much JSON by the widest rows seen so far, so that 1,500 rows of 1 MB never sit in memory together.
+FETCH_BYTES = 8 * 1024 * 1024
+# A fetch asks for at most this many times the rows measured so far: the first asks for one row, so
+# rows wider than any seen yet are never fetched by the thousand.
+_FETCH_GROWTH = 8
 _INFERRED_PASSES = {
     "i": "v{i}.__class__ is int",
     "f": "(v{i}.__class__ is float and v{i} - v{i} == 0)",
@@ -187,7 +193,8 @@ class TableData:
     model_view: ModelView | None = None
     primary: bool = False
     warnings: list[str] = field(default_factory=list)
-    capped_at: int | None = None  # the max_rows that stopped the extraction; None: every row is here
+    capped_at: int | None = None  # the value of the limit that stopped the extraction; None: every row is here
+    capped_by: str | None = None  # that limit's config key: "max_rows" or "max_result_bytes"
 
     @property
     def columns(self) -> list[str]:
@@ -232,8 +239,11 @@ class TableWriter:
 
     With ``max_rows`` the writer owns the extraction cap: it keeps the first ``max_rows`` rows,
     drops the rest, and once more rows were offered it is :attr:`capped` and its table says so in
-    a warning. A row loop asks :meth:`fetch_size` how much to read next, so it reads at most one
-    row past the cap and stops at the source as soon as the table is complete::
+    a warning. ``max_bytes`` (the ``max_result_bytes`` setting) caps the table's JSON size the same
+    way: the rows stop at the first batch that reaches it, before memory or disk become the limit.
+    A row loop asks :meth:`fetch_size` how much to read next, so it reads at most one row past a
+    cap, stops at the source as soon as the table is complete, and fetches batches bounded by
+    bytes as well as rows::
 
         while (size := writer.fetch_size(batch)) and (rows := cursor.fetchmany(size)):
             writer.extend(rows)
@@ -258,10 +268,12 @@ class TableWriter:
         primary: bool = False,
         cancelled: threading.Event | None = None,
         max_rows: int | None = None,
+        max_bytes: int | None = None,
         on_rows: RowsListener | None = None,
     ) -> None:
         self.name = name
         self.max_rows = max_rows
+        self.max_bytes = max_bytes
         self.expected_rows: int | None = None
         self.pages: int | None = None
         self.title = title
@@ -301,6 +313,8 @@ class TableWriter:
         self._inferred: list[int] = []  # the columns without a declared type, for the fast path
         self._temporal: list[int] = []  # declared date and datetime columns, objects on the fast path
         self._capped = False
+        self._bytes_full = False  # bytes_written reached max_bytes: any further row is past the cap
+        self._row_bytes = 0.0  # the widest rows seen: the largest mean JSON size of a stored batch
         if columns:
             self.set_columns(columns)
 
@@ -359,20 +373,34 @@ class TableWriter:
         return self._capped
 
     def fetch_size(self, batch: int) -> int:
-        """How many rows a row loop should fetch next: ``batch``, fewer near the cap, 0 once capped.
+        """How many rows a row loop should fetch next: at most ``batch``, 0 once capped.
 
-        It asks for one row past ``max_rows``: that row tells a result of exactly ``max_rows`` rows
-        (nothing cut) from a longer one, and is dropped.
+        Fewer when rows are wide: a fetch holds about :data:`FETCH_BYTES` of JSON by the widest rows
+        seen so far, and at most eight times the rows measured so far (the first fetch is one row), so
+        memory stays bounded by bytes whatever the width of the rows. Fewer near a cap: it asks for
+        one row past ``max_rows`` or ``max_bytes``, which tells a result that fits exactly (nothing
+        cut) from a longer one, and is dropped.
         """
-        if self.max_rows is None:
-            return batch
         if self._capped:
             return 0
-        return min(batch, self.max_rows - self._count + 1)
+        size = min(batch, max(self._count * _FETCH_GROWTH, 1))
+        if self._row_bytes:
+            size = min(size, max(int(FETCH_BYTES / self._row_bytes), 1))
+        if self.max_bytes is not None and self._row_bytes and not self._bytes_full:
+            size = min(size, max(math.ceil((self.max_bytes - self._encoded) / self._row_bytes), 1))
+        room = self._room()
+        return size if room is None else min(size, room + 1)
+
+    def _room(self) -> int | None:
+        """Rows the caps still let in; None: no cap."""
+        if self._bytes_full:
+            return 0
+        return None if self.max_rows is None else max(self.max_rows - self._count, 0)
 
     def _within_cap(self, rows: Iterable[Row]) -> Iterable[Row]:
-        assert self.max_rows is not None
-        room = max(self.max_rows - self._count, 0)
+        room = self._room()
+        if room is None:
+            return rows
         if isinstance(rows, (list, tuple)):
             if len(rows) > room:
                 self._capped = True
@@ -392,7 +420,7 @@ class TableWriter:
     def append(self, row: Row) -> None:
         if self._cancelled.is_set():
             raise CallCancelled
-        if self.max_rows is not None and self._count >= self.max_rows:
+        if self._room() == 0:
             self._capped = True
             return
         if isinstance(row, Mapping):
@@ -411,8 +439,7 @@ class TableWriter:
 
     def extend(self, rows: Iterable[Row]) -> None:
         """Append many rows; tuples or lists of declared columns take a batched fast path."""
-        if self.max_rows is not None:
-            rows = self._within_cap(rows)
+        rows = self._within_cap(rows)
         if not self._fast or self._fast_width != len(self._names):
             for row in rows:
                 self.append(row)
@@ -420,10 +447,16 @@ class TableWriter:
         width = self._fast_width
         if type(rows) is list and set(map(type, rows)) <= _ROW_SEQUENCES and set(map(len, rows)) <= {width}:
             for start in range(0, len(rows), _BATCH):  # a driver's fetchmany: checked in C, not row by row
+                if self._bytes_full:  # a large page passed max_bytes part way
+                    self._capped = True
+                    return
                 self._convert_and_store(rows[start : start + _BATCH])
             return
         batch: list[Sequence[Any]] = []
         for row in rows:
+            if self._bytes_full:
+                self._capped = True
+                return
             if (type(row) is tuple or type(row) is list) and len(row) == width:
                 batch.append(row)
                 if len(batch) >= _BATCH:
@@ -559,6 +592,9 @@ class TableWriter:
             buffer.seek(0)
         size = jsonio.write_rows(buffer, self._names, batch)
         self._encoded += size
+        self._row_bytes = max(self._row_bytes, size / len(batch))
+        if self.max_bytes is not None and self._encoded >= self.max_bytes:
+            self._bytes_full = True
         if self._file is not None:
             with buffer.getbuffer() as view, view[: buffer.tell()] as encoded:
                 self._file.write(encoded)
@@ -650,12 +686,19 @@ class TableWriter:
             model_view=self.model_view,
             primary=self.primary,
             warnings=self._cap_warnings(result_rows) + self._warnings + self._type_warnings(types),
-            capped_at=self.max_rows if self._capped else None,
+            capped_at=(self.max_bytes if self._bytes_full else self.max_rows) if self._capped else None,
+            capped_by=("max_result_bytes" if self._bytes_full else "max_rows") if self._capped else None,
         )
 
     def _cap_warnings(self, result_rows: int | None) -> list[str]:
         if not self._capped:
             return []
+        if self._bytes_full:
+            return [
+                f"The result passed max_result_bytes ({self.max_bytes:,} bytes of JSON) after {self._count:,} rows; "
+                "the extraction stopped there. Narrow the query: select fewer or shorter columns, add filters, or "
+                "aggregate; or ask the user to raise max_result_bytes."
+            ]
         size = (
             f"{result_rows} rows, more than max_rows ({self.max_rows})"
             if result_rows is not None

@@ -14,7 +14,7 @@ from shared.access import config_properties
 from . import resources
 from .blocks import BLOCKS
 from .engine import engine_for, translate_any
-from .tools import DEFAULT_TIMEOUT_S, MAX_ROWS, TOOLS
+from .tools import DEFAULT_TIMEOUT_S, MAX_RESULT_BYTES, MAX_ROWS, TOOLS
 
 __version__ = "0.2.0"
 
@@ -115,7 +115,8 @@ CONFIG_SCHEMA = {
         "statement_timeout_s": {
             "type": "integer",
             "title": "Statement timeout (s)",
-            "description": "A query running longer is stopped by the engine.",
+            "description": "One deadline per execute_sql call, for the query and every fetch of its rows "
+            "together: past it the query is stopped at the database and the call says so.",
             "default": DEFAULT_TIMEOUT_S,
             "minimum": 1,
             "maximum": 86400,
@@ -169,4 +170,5 @@ CONNECTOR = Connector(
     translate_error=translate_any,
     open_world=False,
     max_rows=MAX_ROWS,
+    max_result_bytes=MAX_RESULT_BYTES,
 )

@@ -8,11 +8,13 @@ engine whose extra is not installed says what to install only when it is used.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import logging
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -40,6 +42,8 @@ HAS_SCHEMAS = {
     "mysql": False,
     "mysql_dsn": False,
 }
+log = logging.getLogger(__name__)
+
 # What every engine answers when a query runs past its statement_timeout_s.
 STATEMENT_TIMED_OUT = timed_out("statement_timeout_s")
 # Below this much of a catalog read's time budget, counting another table is not even started.
@@ -81,6 +85,10 @@ class Location:
     table: str | None = None
 
 
+class TimeBudgetExceeded(Exception):
+    """A query ran past its time budget (statement_timeout_s, or a block's budget)."""
+
+
 @dataclass
 class QueryOutcome:
     """What the extraction loop learnt beyond the rows: the engine's warnings."""
@@ -99,13 +107,24 @@ class Connection(ABC):
 
     def __init__(self) -> None:
         self.cancelled = threading.Event()
+        self.expired = False  # a deadline fired: what runs on this connection is in doubt
+        self._deadline_lock = threading.Lock()
+        self._deadline_generation = 0  # the deadline a timer belongs to: a late timer never hits the next one
+        self._deadline_armed = False
 
     def bind(self, cancelled: threading.Event) -> None:
         """Attach the current call's cancel switch (connections outlive calls)."""
         self.cancelled = cancelled
 
     @abstractmethod
-    def cancel(self) -> None: ...
+    def interrupt(self) -> None:
+        """Stop the running statement at the source (PostgreSQL cancel, MariaDB ``KILL QUERY``, SQLite
+        and DuckDB ``interrupt()``). Called from another thread while the statement runs."""
+
+    def cancel(self) -> None:
+        """The call was cancelled: stop its statement at the source."""
+        self.cancelled.set()
+        self.interrupt()
 
     @abstractmethod
     def close(self) -> None: ...
@@ -113,10 +132,65 @@ class Connection(ABC):
     @abstractmethod
     def alive(self) -> bool: ...
 
+    def reset(self) -> bool:
+        """Clear what one call may have left in the session before another call gets the connection
+        (the pool asks when it takes the connection back). False: this connection cannot be reset
+        and must be closed. An exception means the same."""
+        return True
+
+    # -- one wall-clock deadline ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def deadline(self, seconds: float) -> Iterator[None]:
+        """Bound everything inside by one wall-clock deadline, whatever the fetch pattern: past it, a
+        timer interrupts the statement at the source and the block raises TimeBudgetExceeded.
+
+        A statement timeout of the engine applies to each statement, and a cursor that fetches in
+        batches runs one statement per batch: a 3 s timeout let one query run for 30 s while its rows
+        trickled out. This deadline covers the query and every fetch together. A connection whose
+        deadline fired is in doubt (an interrupt may still be on its way), so the block raises even
+        when the statement finished, and the pool closes the connection.
+        """
+        with self._deadline_lock:
+            self._deadline_generation += 1
+            generation = self._deadline_generation
+            self._deadline_armed, self.expired = True, False
+        timer = threading.Timer(max(seconds, 0.0), self._expire, args=(generation,))
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except Exception as exc:
+            if self.expired and not self.cancelled.is_set():
+                raise TimeBudgetExceeded from exc
+            raise
+        finally:
+            # Under the lock: once disarmed, no timer of this deadline can interrupt what runs next.
+            with self._deadline_lock:
+                self._deadline_armed = False
+            timer.cancel()
+        self.check_deadline()
+
+    def check_deadline(self) -> None:
+        """Between two fetches: an interrupt that reached an idle session (Python held the rows, the
+        server had nothing to stop) still ends the query here."""
+        if self.expired and not self.cancelled.is_set():
+            raise TimeBudgetExceeded
+
+    def _expire(self, generation: int) -> None:
+        with self._deadline_lock:
+            if not self._deadline_armed or generation != self._deadline_generation:
+                return
+            self.expired = True
+            try:
+                self.interrupt()
+            except Exception:
+                log.warning("interrupting a query at its deadline failed", exc_info=True)
+
     @abstractmethod
     def stream(self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float) -> QueryOutcome:
-        """Run one read-only query and stream its rows (with typed headers) into ``writer``, reading
-        no more than ``writer.fetch_size`` allows: the writer owns the ``max_rows`` cap."""
+        """Run one read-only query and stream its rows (with typed headers) into ``writer``, within one
+        deadline of ``timeout_s`` (:meth:`deadline`), reading no more than ``writer.fetch_size``
+        allows: the writer owns the ``max_rows`` and ``max_result_bytes`` caps and the batch sizes."""
 
     # -- catalog ------------------------------------------------------------------------------
     @abstractmethod
@@ -274,6 +348,8 @@ def engine_for(credentials: dict[str, Any]) -> Engine:
 
 def translate_any(exc: BaseException) -> AcpError | None:
     """The connector's one translation point: each loaded engine recognises its driver's errors."""
+    if isinstance(exc, TimeBudgetExceeded):
+        return STATEMENT_TIMED_OUT
     for engine in list(_ENGINES.values()):
         translated = engine.translate(exc)
         if translated is not None:

@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ from .engine import (
     ForeignKey,
     QueryOutcome,
     TableInfo,
+    TimeBudgetExceeded,
     database_name,
     validate_path,
 )
@@ -100,6 +101,12 @@ _SETTINGS: dict[str, Any] = {
 }
 EXACT_COUNT_MAX_ROWS = 10_000_000  # DuckDB counts this many rows in well under the block budget
 _BATCH = 2000
+# What a session could hold for the next call: temporary tables and views, and variables.
+_SESSION_STATE = (
+    "SELECT (SELECT count(*) FROM duckdb_tables() WHERE temporary) "
+    "+ (SELECT count(*) FROM duckdb_views() WHERE temporary AND NOT internal) "
+    "+ (SELECT count(*) FROM duckdb_variables())"
+)
 _APPEND_CHUNK = 5000
 _INTEGER_TYPES = frozenset({
     "tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint", "uinteger", "ubigint",
@@ -121,10 +128,6 @@ _SQL_TYPES = {
     "json": "JSON",
 }
 _FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".json", ".jsonl", ".ndjson", ".gz", ".zst", ".xlsx", ".db")
-
-
-class TimeBudgetExceeded(Exception):
-    """A query ran past its time budget (statement timeout or a block's budget)."""
 
 
 def quote(identifier: str) -> str:
@@ -256,10 +259,6 @@ class Database(Connection):
         if cancelled is not None:
             self.cancelled = cancelled
         self._schema: str | None = None
-        self._timer_lock = threading.Lock()
-        self._timer_generation = 0  # the budget a timer belongs to: a late timer never hits the next one
-        self._timer_active = False
-        self._timer_expired = False
         _make_room(self.key, write)
         settings = {**_SETTINGS, "temp_directory": _spill_directory(self.key)}
         try:
@@ -291,8 +290,7 @@ class Database(Connection):
         if wrong:
             raise UpstreamError(f"DuckDB did not apply {', '.join(wrong)}; the connection is not used. Call again.")
 
-    def cancel(self) -> None:
-        self.cancelled.set()
+    def interrupt(self) -> None:
         if not self.closed:
             with contextlib.suppress(duckdb.Error):
                 self.conn.interrupt()
@@ -314,40 +312,16 @@ class Database(Connection):
                 return False
         return os.path.isfile(self.path)
 
-    # -- time budgets -------------------------------------------------------------------------
-    def _expire(self, generation: int) -> None:
-        with self._timer_lock:
-            if self._timer_active and generation == self._timer_generation:
-                self._timer_expired = True
-                with contextlib.suppress(duckdb.Error):
-                    self.conn.interrupt()
-
-    @contextlib.contextmanager
-    def budget(self, seconds: float) -> Iterator[None]:
-        """Bound the statements inside by ``seconds`` (a timer interrupts them); raises
-        TimeBudgetExceeded past it, and lets a cancelled call's InterruptException through."""
-        with self._timer_lock:
-            self._timer_generation += 1
-            self._timer_active, self._timer_expired = True, False
-            generation = self._timer_generation
-        timer = threading.Timer(max(seconds, 0.0), self._expire, args=(generation,))
-        timer.daemon = True
-        timer.start()
-        try:
-            yield
-        except duckdb.InterruptException as exc:
-            if self._timer_expired and not self.cancelled.is_set():
-                raise TimeBudgetExceeded from exc
-            raise
-        finally:
-            with self._timer_lock:
-                self._timer_active = False
-            timer.cancel()
-
-    def _check_stop(self) -> None:
-        """Between two fetches: an interrupt that landed while Python held the rows still stops."""
-        if self._timer_expired and not self.cancelled.is_set():
-            raise TimeBudgetExceeded
+    def reset(self) -> bool:
+        """Whether the session holds nothing a call could leave for the next one. A read-only DuckDB
+        connection still accepts temporary tables, views and macros and ``SET VARIABLE`` (verified on
+        DuckDB 1.x); no SELECT creates them and :func:`single_select` refuses every other statement,
+        so this only confirms it: a session that holds one anyway is closed, not reused."""
+        if self.write or self.closed:
+            return False  # a write connection closes after its transaction (see insert)
+        with self.use:
+            row = self.conn.execute(_SESSION_STATE).fetchone()
+        return row is not None and row[0] == 0
 
     # -- queries ------------------------------------------------------------------------------
     def _set_schema(self, schema: str | None) -> None:
@@ -372,12 +346,12 @@ class Database(Connection):
         with self.use:
             statement = single_select(self.conn, sql)  # the driver layer: DuckDB's own parser
             self._set_schema(schema)
-            with self.budget(timeout_s):
+            with self.deadline(timeout_s):  # DuckDB has no statement timeout: the deadline's timer interrupts
                 cursor = self.conn.execute(statement)
                 writer.set_columns(headers_of(cursor.description))
                 while (size := writer.fetch_size(batch)) and (rows := cursor.fetchmany(size)):
                     writer.extend(rows)
-                    self._check_stop()
+                    self.check_deadline()
         return QueryOutcome()
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -445,7 +419,7 @@ class Database(Connection):
         if kind == "table" and estimate is not None and estimate > exact_up_to:
             return estimate, True
         try:
-            with self.use, self.budget(budget_s):
+            with self.use, self.deadline(budget_s):
                 row = self.conn.execute(f"SELECT count(*) FROM {quote(schema)}.{quote(table)}").fetchone()
         except TimeBudgetExceeded:
             return (estimate, True) if kind == "table" else (None, True)
@@ -524,7 +498,7 @@ class Database(Connection):
         kind = self._kind(schema, table, column)
         if kind not in _TEMPORAL_COLUMNS and not _is_text_type(kind):
             return None  # TIME, INTERVAL, lists of dates: not a date range
-        with self.use, self.budget(budget_s):
+        with self.use, self.deadline(budget_s):
             row = self.conn.execute(
                 f"SELECT min({quote(column)}), max({quote(column)}) FROM {self._source(schema, table)}"
             ).fetchone()
@@ -533,7 +507,7 @@ class Database(Connection):
     def first_text(self, schema: str | None, table: str, column: str, budget_s: float) -> str | None:
         if not _is_text_type(self._kind(schema, table, column)):
             return None
-        with self.use, self.budget(budget_s):
+        with self.use, self.deadline(budget_s):
             row = self.conn.execute(
                 f"SELECT CAST({quote(column)} AS VARCHAR) FROM {self._source(schema, table)} "
                 f"WHERE {quote(column)} IS NOT NULL LIMIT 1"
@@ -548,7 +522,7 @@ class Database(Connection):
         sample = (
             f"SELECT CAST({quote(column)} AS VARCHAR) AS v FROM {self._source(schema, table)} LIMIT {int(sample_rows)}"
         )
-        with self.use, self.budget(budget_s):
+        with self.use, self.deadline(budget_s):
             rows = self.conn.execute(
                 f"SELECT v, count(*) AS n FROM ({sample}) WHERE v IS NOT NULL "
                 f"GROUP BY v ORDER BY n DESC, v LIMIT {int(limit)}"

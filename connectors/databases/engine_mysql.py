@@ -19,9 +19,11 @@ Read-only in depth (spec 10.4), on every read:
    rejects ``SELECT 1; DROP TABLE t`` as a syntax error; ``LOAD DATA LOCAL`` is off;
 4. the session's ``sql_mode`` loses ``ANSI_QUOTES`` and ``NO_BACKSLASH_ESCAPES``, so the server
    lexes string literals exactly as layer 1 does (a mismatch could hide a comment in a "string");
-5. a statement timeout per query (MariaDB ``max_statement_time``, MySQL ``max_execution_time``)
-   with a client-side watchdog as a backstop, and ``KILL QUERY`` from a separate connection to
-   cancel (PyMySQL has no cancel).
+5. one deadline per call whose timer runs ``KILL QUERY`` from a separate connection (PyMySQL has
+   no cancel), with the server's statement timeout (MariaDB ``max_statement_time``, MySQL
+   ``max_execution_time``) as a second layer; a cancelled call is killed the same way;
+6. a connection serves one call and is closed (:meth:`MysqlConnection.reset`): PyMySQL cannot reset
+   a session, and user variables and named locks would reach the next call.
 
 A superuser with the ``FILE`` privilege is only held back by layer 1 — verified here:
 ``secure_file_priv`` is NULL on this MariaDB, so ``SELECT … INTO OUTFILE '/tmp/…'`` wrote a file
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import logging
 import re
@@ -66,6 +69,7 @@ from shared import (
 from shared.error_policy import Failure, Rule, first_match
 from shared.sql import SEVERAL_STATEMENTS, CheckedQuery
 
+from .dsn import require_agreement, split_url, userinfo_secrets
 from .engine import (
     MIN_COUNT_S,
     STATEMENT_TIMED_OUT,
@@ -75,6 +79,7 @@ from .engine import (
     ForeignKey,
     QueryOutcome,
     TableInfo,
+    TimeBudgetExceeded,
 )
 
 log = logging.getLogger(__name__)
@@ -108,11 +113,11 @@ SSL_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity"
 DEFAULT_PORT = 3306
 CONNECT_TIMEOUT_S = 10
 CATALOG_TIMEOUT_S = 30.0  # catalog queries (information_schema) on a very large server
-WATCHDOG_GRACE_S = 2.0  # the client-side backstop fires this long after the server's own timeout
 EXACT_COUNT_UNDER = 100_000  # InnoDB estimates below this are replaced by a COUNT(*) within the budget
 INSERT_BATCH = 1000
 INSERT_TIMEOUT_S = 300.0  # per INSERT statement of INSERT_BATCH rows (and the CREATE TABLE)
 JSON_CACHE_S = 60.0
+JSON_CACHE_ENTRIES = 4096
 # sql_mode flags that change how the server lexes literals, and the combination modes that imply one.
 _LEXING_MODES = frozenset(
     {"ANSI_QUOTES", "NO_BACKSLASH_ESCAPES", "ANSI", "ORACLE", "POSTGRESQL", "MSSQL", "DB2", "MAXDB"}
@@ -143,10 +148,6 @@ _SQL_TYPES = {
 }
 _JSON_CHECK = re.compile(r"CHECK \(json_valid\(`((?:[^`]|``)+)`\)\)", re.IGNORECASE)
 MAX_TABLES_FOR_TYPES = 20  # tables of one query whose definition is read for JSON columns (MariaDB)
-
-
-class TimeBudgetExceeded(Exception):
-    """A query ran past its time budget (statement_timeout_s, or a block's budget)."""
 
 
 # -- the parser layer -------------------------------------------------------------------------------
@@ -331,13 +332,21 @@ _DSN_SHAPE = "mysql://user:password@host:3306/database?ssl_mode=required&ssl_ca=
 def _from_dsn(dsn: Any) -> Settings:
     if not isinstance(dsn, str) or not dsn.strip():
         raise _invalid(f"need a connection string such as {_DSN_SHAPE}")
+    url = split_url(dsn.strip())
+    if url is None or url.scheme not in ("mysql", "mariadb", "mysql+pymysql"):
+        raise _invalid(f"hold a connection string that does not start with mysql://; use {_DSN_SHAPE}")
     try:
         parts = urlsplit(dsn.strip())
+    except ValueError:  # an unclosed "[" of an IPv6 host
+        raise _invalid(f"hold a connection string that cannot be read; use {_DSN_SHAPE}") from None
+    # Errors are fixed words from here on: what urlsplit calls the host, port or database may be a
+    # piece of a password written without percent-encoding, unless its reading agrees (see .dsn).
+    user = unquote(parts.username) if parts.username else None
+    require_agreement(url, user, unquote(parts.password) if parts.password else None, "MySQL", _DSN_SHAPE)
+    try:
         port = parts.port
     except ValueError:
-        raise _invalid(f"hold a connection string that cannot be read; use {_DSN_SHAPE}") from None
-    if parts.scheme.lower() not in ("mysql", "mariadb", "mysql+pymysql"):
-        raise _invalid(f"hold a connection string that does not start with mysql://; use {_DSN_SHAPE}")
+        raise _invalid("have a port that is not a number from 1 to 65535") from None
     database = unquote(parts.path.lstrip("/"))
     if not parts.hostname or not parts.username or not database or "/" in database:
         raise _invalid(f"hold a connection string without a host, user or database; use {_DSN_SHAPE}")
@@ -378,6 +387,32 @@ def _tls_options(settings: Settings) -> dict[str, Any]:
     return {"ssl": context}
 
 
+@functools.cache
+def _preferred_tls_context() -> ssl.SSLContext:
+    """What PyMySQL builds for ssl_mode preferred: TLS when the server offers it, nothing verified."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
+
+
+class _Client(pymysql.connections.Connection):
+    """PyMySQL's connection with one TLS context for ssl_mode preferred, built once.
+
+    PyMySQL builds that context anew for every connection, and loading the system's CA certificates
+    into it took 16 of the 17 ms a connection cost here, although preferred verifies nothing. It
+    matters since a MySQL connection serves one call (see MysqlConnection.reset). PyMySQL takes a
+    context only as "TLS required", so the hook is its context factory.
+    """
+
+    def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
+        if isinstance(sslp, dict) and not sslp:
+            return _preferred_tls_context()
+        context: ssl.SSLContext = super()._create_ssl_ctx(sslp)  # type: ignore[misc]
+        return context
+
+
 def lexing_safe_sql_mode(current: str) -> str | None:
     """``current`` without the modes that change how literals are lexed, or None when it has none."""
     modes = [m for m in current.split(",") if m]
@@ -393,6 +428,12 @@ def _as_int(data: bytes) -> int:
     return int.from_bytes(data, "big")
 
 
+# MariaDB's JSON columns of a table, by (host, port, user, database, table): kept by the process, not
+# the connection, since a connection serves one call (MysqlConnection.reset). Dict reads and writes are
+# atomic; two calls racing for the same entry only read the definition twice.
+_JSON_COLUMNS: dict[tuple[str, int, str, str, str], tuple[float, frozenset[str]]] = {}
+
+
 # -- the connection -----------------------------------------------------------------------------------
 class MysqlConnection(Connection):
     """A PyMySQL connection: reads in a rolled-back READ ONLY transaction, writes only when ``write``."""
@@ -405,10 +446,8 @@ class MysqlConnection(Connection):
         self._raw: pymysql.Connection[Any] | None = None
         self._timeout: float | None = None
         self._thread_id = 0
-        self._expired = threading.Event()
         self._zero_dates = 0
         self.exact_count_under = EXACT_COUNT_UNDER
-        self._json_cache: dict[tuple[str, str], tuple[float, frozenset[str]]] = {}
         conversions = dict(pm_converters.conversions)
         conversions[FIELD_TYPE.BIT] = _as_int  # BIT(n) as an integer, not bytes
         conversions[FIELD_TYPE.TIME] = str  # TIME can pass 24 h or be negative: keep the server's text
@@ -454,7 +493,7 @@ class MysqlConnection(Connection):
         }
 
     def _open(self) -> pymysql.Connection[Any]:
-        raw: pymysql.Connection[Any] = pymysql.connect(
+        raw: pymysql.Connection[Any] = _Client(
             **self._connect_args(self.database), conv=self._conversions, cursorclass=Cursor
         )
         try:
@@ -501,16 +540,25 @@ class MysqlConnection(Connection):
             return False
         return True
 
-    def cancel(self) -> None:
-        """Stop the running statement at the server (from a thread: this may run on the event loop)."""
-        self.cancelled.set()
+    def reset(self) -> bool:
+        """PyMySQL has no public way to reset a session (COM_RESET_CONNECTION), and user variables
+        (``@v := 'x'``), named locks and session settings would outlive the call: never pooled."""
+        return False
+
+    def interrupt(self) -> None:
+        """``KILL QUERY`` of the running statement, from a second connection (PyMySQL has no cancel)."""
         thread_id = self._thread_id
         if thread_id:
-            threading.Thread(target=self._kill_query, args=(thread_id,), name="acp-mysql-cancel", daemon=True).start()
+            self._kill_query(thread_id)
+
+    def cancel(self) -> None:
+        """The call was cancelled: stop its statement in a thread (this may run on the event loop)."""
+        self.cancelled.set()
+        threading.Thread(target=self.interrupt, name="acp-mysql-cancel", daemon=True).start()
 
     def _kill_query(self, thread_id: int) -> None:
         try:
-            side = pymysql.connect(**{**self._connect_args(None), "connect_timeout": 5})
+            side = _Client(**{**self._connect_args(None), "connect_timeout": 5})
             try:
                 with side.cursor() as cursor:
                     cursor.execute(f"KILL QUERY {int(thread_id)}")
@@ -518,10 +566,6 @@ class MysqlConnection(Connection):
                 side.close()
         except Exception:
             log.warning("KILL QUERY %s failed", thread_id, exc_info=True)
-
-    def _expire(self, thread_id: int) -> None:
-        self._expired.set()
-        self._kill_query(thread_id)
 
     # -- transactions and budgets ------------------------------------------------------------------
     def _set_timeout(self, cursor: Cursor, seconds: float) -> None:
@@ -561,28 +605,29 @@ class MysqlConnection(Connection):
     def stream(
         self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float, batch: int = 5000
     ) -> QueryOutcome:
-        """Run one read-only query on a server-side (unbuffered) cursor into ``writer``."""
+        """Run one read-only query on a server-side (unbuffered) cursor into ``writer``.
+
+        The deadline's ``KILL QUERY`` bounds the whole call; the server's own statement timeout
+        (MariaDB ``max_statement_time``, MySQL ``max_execution_time``) is a second layer.
+        """
         outcome = QueryOutcome()
-        raw = self._live()
-        self._expired.clear()
-        self._zero_dates = 0
-        database = schema or self.database
-        with raw.cursor() as setup:
-            self._set_timeout(setup, timeout_s)
-            setup.execute("START TRANSACTION READ ONLY")
-            json_columns = self._json_columns(setup, sql, database) if self.mariadb else frozenset()
-        self._thread_id = int(raw.thread_id())  # type: ignore[no-untyped-call]
-        if self.cancelled.is_set():
-            self._rollback()
-            raise CallCancelled
-        watchdog = threading.Timer(timeout_s + WATCHDOG_GRACE_S, self._expire, args=(self._thread_id,))
-        watchdog.daemon = True
-        cursor = SSCursor(raw)
-        finished = False  # the whole result was read: the connection can take another statement
-        try:
-            watchdog.start()
-            started = time.monotonic()
+        with self.deadline(timeout_s):
+            raw = self._live()
+            self._thread_id = int(raw.thread_id())  # type: ignore[no-untyped-call]
+            self._zero_dates = 0
+            database = schema or self.database
+            cursor: SSCursor | None = None
+            finished = False  # the whole result was read: the connection can take another statement
             try:
+                with raw.cursor() as setup:
+                    self._set_timeout(setup, timeout_s)
+                    setup.execute("START TRANSACTION READ ONLY")
+                    json_columns = self._json_columns(setup, sql, database) if self.mariadb else frozenset()
+                if self.cancelled.is_set():
+                    finished = True
+                    raise CallCancelled
+                cursor = SSCursor(raw)
+                started = time.monotonic()
                 cursor.execute(sql)
                 headers, binary = _headers(cursor, json_columns)
                 writer.set_columns(headers)
@@ -590,12 +635,13 @@ class MysqlConnection(Connection):
                     rows = cursor.fetchmany(size)
                     finished = len(rows) < size
                     writer.extend(rows)
+                    self.check_deadline()
                 if finished and time.monotonic() - started >= 0.9 * timeout_s:
                     self._check_interrupted(cursor)
             except pymysql.err.MySQLError as exc:
                 code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
                 finished = 0 < code < 2000  # a server error ends the result; client errors break the link
-                if self._expired.is_set() or code in (1969, 3024):
+                if code in (1969, 3024):
                     raise TimeBudgetExceeded from exc
                 if code in (1044, 1045):  # a statement-level access refusal (INTO OUTFILE without FILE…)
                     raise ReadOnlyViolation(
@@ -603,16 +649,14 @@ class MysqlConnection(Connection):
                         f"({exc.args[1]}). Rewrite it as a single SELECT."
                     ) from exc
                 raise
-        finally:
-            watchdog.cancel()
-            self._thread_id = 0
-            if finished:
-                self._rollback()  # reads never commit
-            else:
-                _detach(cursor)
-                self._abandon()  # capped or failed mid-result: never drain the rest of it
-        if self._expired.is_set():
-            raise TimeBudgetExceeded  # the watchdog's KILL QUERY stopped it (SLEEP returns normally)
+            finally:
+                self._thread_id = 0
+                if finished:
+                    self._rollback()  # reads never commit
+                else:
+                    if cursor is not None:
+                        _detach(cursor)
+                    self._abandon()  # capped or failed mid-result: never drain the rest of it
         for name in binary:
             outcome.warnings.append(f"Column '{name}' holds binary data; it is delivered as base64 text.")
         if self._zero_dates:
@@ -639,7 +683,8 @@ class MysqlConnection(Connection):
         """
         found: set[tuple[str, str, str]] = set()
         for schema, table in _referenced_tables(sql, database):
-            cached = self._json_cache.get((schema, table))
+            key = (self.settings.host, self.settings.port, self.settings.user, schema, table)
+            cached = _JSON_COLUMNS.get(key)
             if cached is None or time.monotonic() - cached[0] > JSON_CACHE_S:
                 try:
                     cursor.execute(f"SHOW CREATE TABLE {quote(schema)}.{quote(table)}")
@@ -648,7 +693,9 @@ class MysqlConnection(Connection):
                 except pymysql.err.MySQLError:
                     ddl = ""  # a missing table or a CTE name: the query itself says what is wrong
                 cached = (time.monotonic(), _json_in_ddl(ddl))
-                self._json_cache[(schema, table)] = cached
+                if len(_JSON_COLUMNS) >= JSON_CACHE_ENTRIES:
+                    _JSON_COLUMNS.clear()
+                _JSON_COLUMNS[key] = cached
             found.update((schema, table, column) for column in cached[1])
         return frozenset(found)
 
@@ -949,6 +996,40 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
 
 
+def connect_error(exc: pymysql.err.OperationalError, settings: Settings, target: str) -> AcpError | None:
+    """A connection that never opened, in words built from the parsed, non-secret parts (the
+    server's and the driver's text quotes the user, host and port it was given); None for a server
+    error after the login, which the translation table words."""
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+    if code in (1044, 1049) and target != settings.database:
+        return ResourceNotFound(
+            f"No database '{target}' that this user can read. Call autocontext without arguments to list the databases."
+        )
+    if code in (1045, 1698):
+        sent = "with a password" if settings.password else "without a password"
+        return CredentialsInvalid(
+            f"MySQL denied access to user {settings.user} ({sent}). Ask the user to check the user, password and "
+            "the hosts that user may connect from."
+        )
+    if code == 1044:
+        return CredentialsInvalid(
+            f"MySQL denied this user the database {target}. Ask the user for credentials with access to it."
+        )
+    if code == 1049:
+        return ResourceNotFound(f"MySQL has no database {target}. Ask the user to check the database name.")
+    if code == 2026 or "ssl" in str(exc).lower():
+        return CredentialsInvalid(
+            f"The TLS connection to MySQL at {settings.host}:{settings.port} failed. Ask the user to check "
+            "ssl_mode and ssl_ca."
+        )
+    if code >= 2000 or code == 0:
+        return UpstreamError(
+            f"Cannot reach the MySQL server at {settings.host}:{settings.port}. Try again; if it persists, ask the "
+            "user to check the server, host and port."
+        )
+    return None
+
+
 # -- the engine -------------------------------------------------------------------------------------------
 class MysqlEngine(Engine):
     name = "mysql"
@@ -969,13 +1050,7 @@ class MysqlEngine(Engine):
         found = [settings.password] if settings.password else []
         dsn = credentials.get("dsn")
         if isinstance(dsn, str) and dsn:
-            found.append(dsn)
-            try:
-                raw_password = urlsplit(dsn.strip()).password
-            except ValueError:
-                raw_password = None
-            if raw_password and raw_password != settings.password:
-                found.append(raw_password)  # as written in the DSN (percent-encoded)
+            found += [dsn, *userinfo_secrets(dsn)]  # the password as written (percent-encoded), and its pieces
         return Principal(identity=settings.identity, secrets=tuple(found))
 
     def default_database(self, credentials: dict[str, Any]) -> str:
@@ -987,13 +1062,10 @@ class MysqlEngine(Engine):
         try:
             return MysqlConnection(settings, target, write=write)
         except pymysql.err.OperationalError as exc:
-            code = exc.args[0] if exc.args else 0
-            if code in (1044, 1049) and target != settings.database:
-                raise ResourceNotFound(
-                    f"No database '{target}' that this user can read. Call autocontext without arguments to list "
-                    "the databases."
-                ) from None
-            raise
+            failure = connect_error(exc, settings, target)
+            if failure is None:
+                raise
+            raise failure from None
 
     def translate(self, exc: BaseException) -> AcpError | None:
         return translate(exc)

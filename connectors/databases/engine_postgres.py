@@ -11,9 +11,12 @@ Read-only in depth (spec 10.4), on every read:
 3. the extended query protocol through a server-side (named) cursor: it accepts exactly one
    statement — verified: psycopg's simple protocol ran ``SELECT 1; COMMIT; DROP TABLE t``
    *inside* a read-only transaction;
-4. ``statement_timeout`` set per transaction, and a server-side cancel for cancelled calls.
+4. one deadline per call whose timer cancels the query at the server (:meth:`Connection.deadline`),
+   with ``statement_timeout`` per statement as a second layer, and a server-side cancel for
+   cancelled calls.
 
-Rows stream from the server-side cursor, so memory stays flat on large results.
+Rows stream from the server-side cursor in the writer's byte-bounded batches, so memory stays flat
+on large results. A session goes back to the pool only after ``DISCARD ALL`` (:meth:`reset`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from shared import (
 from shared.error_policy import Failure, Rule, first_match
 from shared.sql import SEVERAL_STATEMENTS
 
+from .dsn import require_agreement, split_url, userinfo_secrets
 from .engine import (
     MIN_COUNT_S,
     STATEMENT_TIMED_OUT,
@@ -53,6 +57,7 @@ from .engine import (
     ForeignKey,
     QueryOutcome,
     TableInfo,
+    TimeBudgetExceeded,
 )
 
 # Families by prefix (``*``, see shared.sql): PostgreSQL names its system functions by family and
@@ -118,16 +123,42 @@ def _column_type(oid: int) -> ColumnType | None:
     return "string"
 
 
+_DSN_SHAPE = "postgresql://user:password@host:5432/database"
+
+
+def _unreadable_dsn() -> CredentialsInvalid:
+    return CredentialsInvalid(
+        "The PostgreSQL connection string cannot be read. Ask the user to re-enter it as "
+        f"{_DSN_SHAPE} (or as host=… port=… user=… password=… dbname=…)."
+    )
+
+
+def _dsn_params(dsn: str) -> dict[str, Any]:
+    """libpq parameters of a connection string, refused unless libpq reads its user and password
+    where they end at the last "@" (see .dsn); errors are fixed words, never the string's text."""
+    url = split_url(dsn)
+    if url is not None and url.scheme not in ("postgresql", "postgres"):
+        raise CredentialsInvalid(
+            "The PostgreSQL connection string must start with postgresql://. Ask the user to re-enter it as "
+            f"{_DSN_SHAPE}."
+        )
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        raise _unreadable_dsn() from None  # libpq's message quotes the string
+    if url is not None:
+        user, password = (str(params[k]) if params.get(k) else None for k in ("user", "password"))
+        require_agreement(url, user, password, "PostgreSQL", _DSN_SHAPE)
+    return params
+
+
 def connection_params(credentials: dict[str, Any]) -> dict[str, Any]:
     """libpq parameters from either credentials variant; raises CredentialsInvalid without the secret."""
     if credentials.get("type") == "postgres_dsn":
-        try:
-            params = conninfo_to_dict(str(credentials["dsn"]))
-        except (psycopg.ProgrammingError, KeyError):
-            raise CredentialsInvalid(
-                "The PostgreSQL connection string cannot be read. Ask the user to re-enter it "
-                "(postgresql://user:password@host:port/database)."
-            ) from None
+        dsn = credentials.get("dsn")
+        if not isinstance(dsn, str) or not dsn.strip():
+            raise _unreadable_dsn()
+        params = _dsn_params(dsn.strip())
     else:
         params = {
             "host": credentials.get("host"),
@@ -144,7 +175,53 @@ def connection_params(credentials: dict[str, Any]) -> dict[str, Any]:
                 f"The PostgreSQL credentials need a {required.replace('dbname', 'database')}. "
                 "Ask the user to complete them."
             )
+    ports = str(params.get("port") or 5432).split(",")
+    if not all(p.strip().isdigit() and 1 <= int(p) <= 65535 for p in ports):
+        raise CredentialsInvalid(
+            "The PostgreSQL credentials have a port that is not a number from 1 to 65535. Ask the user to fix it."
+        )
     return {k: v for k, v in params.items() if v not in (None, "")}
+
+
+def _where(params: dict[str, Any]) -> str:
+    """Where a connection goes, from parsed parts that hold no secret (see .dsn)."""
+    return f"{params.get('host')}:{params.get('port', 5432)}, database {params.get('dbname')}"
+
+
+def connect_error(exc: psycopg.OperationalError, params: dict[str, Any]) -> AcpError:
+    """A connection that never opened, in words built from the parsed, non-secret parts: libpq's
+    text (which quotes the host, port and options it was given) only chooses among fixed answers."""
+    text = str(exc).lower()
+    where = _where(params)
+    if (
+        "authentication failed" in text
+        or "no password supplied" in text
+        or ("role" in text and "does not exist" in text)
+    ):
+        return CredentialsInvalid(_BAD_LOGIN)
+    if "database" in text and ("does not exist" in text or "permission denied" in text):
+        return ResourceNotFound(
+            f"PostgreSQL has no database {params.get('dbname')} that these credentials may connect to. "
+            "Call autocontext without arguments to list the ones they can use."
+        )
+    if "pg_hba.conf" in text:
+        return CredentialsInvalid(
+            f"PostgreSQL ({where}) does not accept this user from this machine (no pg_hba.conf entry, or one that "
+            "needs TLS). Ask the user to check the user, sslmode and the server's access rules."
+        )
+    if "ssl" in text or "certificate" in text:
+        return CredentialsInvalid(
+            f"The TLS connection to PostgreSQL ({where}) failed. Ask the user to check sslmode and sslrootcert."
+        )
+    if "invalid" in text and ("value" in text or "option" in text):
+        return CredentialsInvalid(
+            "The PostgreSQL credentials hold a connection option PostgreSQL does not accept. "
+            "Ask the user to check the options (sslmode, port, …)."
+        )
+    return UpstreamError(
+        f"Cannot reach PostgreSQL ({where}). Try again; if it persists, ask the user to check the server, "
+        "host and port."
+    )
 
 
 class PostgresConnection(Connection):
@@ -155,8 +232,7 @@ class PostgresConnection(Connection):
         # Every transaction psycopg opens on a read connection starts READ ONLY.
         self._conn.read_only = not write
 
-    def cancel(self) -> None:
-        self.cancelled.set()
+    def interrupt(self) -> None:
         self._conn.cancel_safe(timeout=5)
 
     def close(self) -> None:
@@ -170,6 +246,18 @@ class PostgresConnection(Connection):
             self._conn.rollback()
         except psycopg.Error:
             return False
+        return True
+
+    def reset(self) -> bool:
+        """``DISCARD ALL`` outside a transaction: settings (``set_config``), ``SET ROLE`` and session
+        authorization, temporary tables, prepared statements, cursors, ``LISTEN`` and session advisory
+        locks (it runs ``pg_advisory_unlock_all()``) — nothing of one call reaches the next."""
+        self._conn.rollback()
+        self._conn.autocommit = True
+        try:
+            self._conn.execute("DISCARD ALL", prepare=False)  # never prepared: it deallocates itself
+        finally:
+            self._conn.autocommit = False
         return True
 
     def _begin(self, cursor: psycopg.Cursor[Any], timeout_s: float, schema: str | None = None) -> None:
@@ -190,22 +278,26 @@ class PostgresConnection(Connection):
     def stream(
         self, sql_text: str, writer: TableWriter, *, schema: str | None, timeout_s: float, batch: int = 5000
     ) -> QueryOutcome:
-        try:
-            with self._conn.cursor() as setup:
-                self._begin(setup, timeout_s, schema)
-            # A named cursor declares the query through the extended protocol: one statement only.
-            with self._conn.cursor(name=f"acp_{secrets.token_hex(6)}") as cursor:
-                cursor.itersize = batch
-                cursor.execute(sql_text)
-                columns: list[Header | str] = []
-                for column in cursor.description or []:
-                    kind = _column_type(column.type_code)
-                    columns.append({"name": column.name, "type": kind} if kind else column.name)
-                writer.set_columns(columns)
-                while (size := writer.fetch_size(batch)) and (rows := cursor.fetchmany(size)):
-                    writer.extend(rows)
-        finally:
-            self._conn.rollback()  # reads never commit
+        # statement_timeout is the engine's own second layer: it bounds each statement (the query,
+        # then each FETCH of the cursor); the deadline bounds all of them together.
+        with self.deadline(timeout_s):
+            try:
+                with self._conn.cursor() as setup:
+                    self._begin(setup, timeout_s, schema)
+                # A named cursor declares the query through the extended protocol: one statement only.
+                # Rows stream from it in the batches the writer asks for, so memory stays bounded.
+                with self._conn.cursor(name=f"acp_{secrets.token_hex(6)}") as cursor:
+                    cursor.execute(sql_text)
+                    columns: list[Header | str] = []
+                    for column in cursor.description or []:
+                        kind = _column_type(column.type_code)
+                        columns.append({"name": column.name, "type": kind} if kind else column.name)
+                    writer.set_columns(columns)
+                    while (size := writer.fetch_size(batch)) and (rows := cursor.fetchmany(size)):
+                        writer.extend(rows)
+                        self.check_deadline()
+            finally:
+                self._conn.rollback()  # reads never commit
         return QueryOutcome()
 
     # -- catalog -------------------------------------------------------------------------------
@@ -383,8 +475,9 @@ class PostgresEngine(Engine):
     def identify(self, credentials: dict[str, Any]) -> Principal:
         params = connection_params(credentials)
         secrets_found = [str(v) for k, v in params.items() if k == "password" and v]
-        if credentials.get("dsn"):
-            secrets_found.append(str(credentials["dsn"]))
+        dsn = credentials.get("dsn")
+        if isinstance(dsn, str) and dsn:
+            secrets_found += [dsn, *userinfo_secrets(dsn)]
         identity = f"postgres:{params['user']}@{params['host']}:{params.get('port', 5432)}/{params['dbname']}"
         return Principal(identity=identity, secrets=tuple(secrets_found))
 
@@ -395,7 +488,10 @@ class PostgresEngine(Engine):
         params = connection_params(credentials)
         if database:
             params["dbname"] = database
-        return PostgresConnection(params, write)
+        try:
+            return PostgresConnection(params, write)
+        except psycopg.OperationalError as exc:
+            raise connect_error(exc, params) from None
 
     def translate(self, exc: BaseException) -> AcpError | None:
         return translate(exc)
@@ -464,6 +560,8 @@ _RULES = (
 
 def translate(exc: BaseException) -> AcpError | None:
     """PostgreSQL errors as ACP errors with a next step (this engine's translation table)."""
+    if isinstance(exc, TimeBudgetExceeded):
+        return STATEMENT_TIMED_OUT
     if not isinstance(exc, psycopg.Error):
         return None
     message = (str(exc).strip().splitlines() or ["(no message)"])[0]

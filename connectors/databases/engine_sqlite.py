@@ -48,6 +48,7 @@ from .engine import (
     ForeignKey,
     QueryOutcome,
     TableInfo,
+    TimeBudgetExceeded,
     database_name,
     validate_path,
 )
@@ -85,10 +86,6 @@ _EPONYMOUS_TABLES = "SELECT 1 FROM json_each('[]') UNION ALL SELECT 1 FROM json_
 _PROGRESS_STEPS = 5000
 EXACT_COUNT_MAX_ROWS = 5_000_000  # counting this many rows takes tens of milliseconds
 _SQL_TYPES = {"integer": "INTEGER", "number": "REAL", "boolean": "INTEGER", "date": "DATE", "datetime": "TIMESTAMP"}
-
-
-class TimeBudgetExceeded(Exception):
-    """A query ran past its time budget (statement timeout or a block's budget)."""
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
@@ -155,14 +152,17 @@ class Database(Connection):
         # A non-zero return makes SQLite stop with "interrupted": time budget or cancelled call.
         return int(self.cancelled.is_set() or time.monotonic() > self._deadline)
 
-    def cancel(self) -> None:
-        self.cancelled.set()
+    def interrupt(self) -> None:
         self.conn.interrupt()
-
-    interrupt = cancel
 
     def close(self) -> None:
         self.conn.close()
+
+    def reset(self) -> bool:
+        """Nothing to clear on a read connection: the authorizer denies every statement that leaves
+        session state (temporary tables and views, ATTACH, pragmas that set a value, transactions).
+        A connection still inside a transaction (an insert that did not end) is in doubt: closed."""
+        return not self.conn.in_transaction
 
     def alive(self) -> bool:
         try:
@@ -190,11 +190,14 @@ class Database(Connection):
         self, sql: str, writer: TableWriter, *, schema: str | None, timeout_s: float, batch: int = 2000
     ) -> QueryOutcome:
         """Run one query and stream its rows into ``writer`` (types inferred from the values)."""
-        with self.budget(timeout_s):
+        # The progress handler stops a statement at the deadline from inside SQLite; the deadline's
+        # timer interrupts it from outside, and also ends the row loop between fetches.
+        with self.deadline(timeout_s), self.budget(timeout_s):
             cursor = self.conn.execute(sql)
             writer.set_columns([d[0] for d in cursor.description or ()])
             while (size := writer.fetch_size(batch)) and (rows := cursor.fetchmany(size)):
                 writer.extend(rows)
+                self.check_deadline()
         return QueryOutcome()
 
     # -- catalog -------------------------------------------------------------------------------

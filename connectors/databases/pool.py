@@ -2,6 +2,12 @@
 
 Keyed by a per-process HMAC of the whole credentials object: the same user with another
 password never gets a connection the right password opened.
+
+A call leaves nothing behind for the next one: a connection goes back to the pool only after
+its engine reset the session (:meth:`Connection.reset`: PostgreSQL ``DISCARD ALL``, which also
+releases advisory locks), and a connection in doubt is closed instead: one whose call failed,
+was cancelled or ran past its deadline, whose reset failed, or whose driver cannot reset a
+session at all (PyMySQL: MySQL user variables and named locks would outlive the call).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import threading
 import time
@@ -18,6 +25,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .engine import Connection, Engine
+
+log = logging.getLogger(__name__)
 
 IDLE_S = 60.0
 MAX_IDLE_PER_KEY = 4
@@ -56,10 +65,19 @@ class ConnectionPool:
         except BaseException:
             conn.close()  # its state is unknown: a cancelled or failed statement
             raise
-        if cancelled.is_set():
+        if cancelled.is_set() or conn.expired or not self._reset(conn):
             conn.close()
         else:
             self._give(key, conn)
+
+    @staticmethod
+    def _reset(conn: Connection) -> bool:
+        """Whether the session was cleared for the next call; a failed reset is a connection in doubt."""
+        try:
+            return conn.reset()
+        except Exception:
+            log.warning("resetting a pooled database session failed; the connection is closed", exc_info=True)
+            return False
 
     def _take(self, key: tuple[str, str | None, bool]) -> Connection | None:
         while True:

@@ -3,6 +3,7 @@ and ``insert_rows`` (write, from a host table)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from .engine import Connection, QueryOutcome
 _SQL_IN_DESCRIPTION = 300
 DEFAULT_TIMEOUT_S = 300
 MAX_ROWS = 2_000_000
+MAX_RESULT_BYTES = 1024**3  # 1 GiB of JSON: past it an extraction stops politely, before memory is the limit
 
 
 async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
@@ -23,21 +25,21 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
     ref = ctx.require_resource()
     engine, location = locate(ctx, ref)
     policy = policy_of(ctx)
-    timeout_s = float(ctx.config["statement_timeout_s"])
+    deadline = time.monotonic() + float(ctx.config["statement_timeout_s"])  # one for the whole call
 
     def run(conn: Connection) -> tuple[Any, list[str], QueryOutcome]:
         checked = engine.check_sql(sql)  # the parser layer, before the engine's own layers
         policy.on(conn, engine).check_query(checked, location.schema)
-        writer = ctx.table()  # stops at max_rows, with its warning
-        outcome = conn.stream(sql, writer, schema=location.schema, timeout_s=timeout_s)
+        writer = ctx.table()  # stops at max_rows or max_result_bytes, with its warning
+        outcome = conn.stream(sql, writer, schema=location.schema, timeout_s=deadline - time.monotonic())
         return writer.finish(), checked.dates, outcome
 
     table, dates, outcome = await with_connection(ctx, location.database, run)
     source: dict[str, Any] = {"engine": engine.name, "database": location.database}
     if location.schema:
         source["schema"] = location.schema
-    if table.capped_at is not None:
-        source.update(truncated=True, max_rows=table.capped_at)
+    if table.capped_by is not None:
+        source.update({"truncated": True, table.capped_by: table.capped_at})
     shown_sql = sql if len(sql) <= _SQL_IN_DESCRIPTION else sql[: _SQL_IN_DESCRIPTION - 1] + "…"
     path = ctx.require_credentials().get("path")
     where = f"{Path(str(path)).name} ({location.database})" if path else location.database

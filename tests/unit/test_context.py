@@ -62,3 +62,14 @@ def test_ctx_table_stops_at_the_declared_cap_or_the_configured_one(tmp_path: Pat
     configured.extend([(1,), (2,), (3,)])
     assert configured.capped and configured.finish().row_count == 2
     assert _context(Connector(**_DECLARATION), {}, tmp_path).table().max_rows is None  # no cap declared
+
+
+def test_ctx_table_stops_at_max_result_bytes_declared_or_configured(tmp_path: Path) -> None:
+    sized = Connector(**_DECLARATION, max_result_bytes=10**6)
+    assert _context(sized, {}, tmp_path).table().max_bytes == 10**6
+    configured = _context(sized, {"max_result_bytes": 100}, tmp_path).table(columns=["text"])
+    for text in ("x" * 40, "y" * 40, "z" * 40):  # a row loop: the second row passes 100 bytes of JSON
+        configured.extend([(text,)])
+    table = configured.finish()
+    assert configured.capped and table.row_count == 2 and table.capped_by == "max_result_bytes"
+    assert _context(Connector(**_DECLARATION), {}, tmp_path).table().max_bytes is None  # no cap declared

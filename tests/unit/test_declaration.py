@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shared import Connector, Credentials, Resources, table_ref_input
-from shared.declaration import max_rows_property
+from shared.declaration import max_result_bytes_property, max_rows_property
 
 _DECLARATION = {
     "id": "toy",
@@ -39,3 +39,13 @@ def test_max_rows_is_published_once_as_a_config_property_with_the_connectors_def
     bare = Connector(**_DECLARATION, max_rows=5)
     assert bare.config_schema == {"type": "object", "properties": {"max_rows": max_rows_property(5)}, "required": []}
     assert Connector(**_DECLARATION, config_schema=own).config_schema is own  # no cap declared: no property
+
+
+def test_max_result_bytes_is_published_next_to_max_rows() -> None:
+    both = Connector(**_DECLARATION, max_rows=10, max_result_bytes=2**30)
+    assert both.config_schema is not None
+    assert both.config_schema["properties"] == {
+        "max_rows": max_rows_property(10),
+        "max_result_bytes": max_result_bytes_property(2**30),
+    }
+    assert max_result_bytes_property(2**30)["default"] == 2**30 and max_result_bytes_property(1)["minimum"] == 1

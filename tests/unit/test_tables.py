@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from shared import _jsonio as jsonio
+from shared import tables
 from shared.tables import CallCancelled, ModelView, TableData, read_table_file
 
 CET = dt.timezone(dt.timedelta(hours=2))
@@ -724,11 +725,77 @@ def test_max_rows_warning_names_the_result_size_the_source_reported(make_writer)
     assert table.warnings[0].startswith("The result has 1234 rows, more than max_rows (2);")
 
 
-def test_without_max_rows_nothing_is_cut(make_writer):
+def _sizes(writer, rows, batch):
+    """The engines' row loop over a list, returning the size of every fetch it asked for."""
+    cursor = iter(rows)
+    asked = []
+    while (size := writer.fetch_size(batch)) and (chunk := list(itertools.islice(cursor, size))):
+        asked.append(size)
+        writer.extend(chunk)
+    return asked
+
+
+def test_without_a_cap_nothing_is_cut_and_fetches_grow_from_one_row_to_the_batch(make_writer):
     writer = make_writer(columns=["n"])
-    assert writer.fetch_size(500) == 500
-    writer.extend([(i,) for i in range(5000)])
+    asked = _sizes(writer, [(i,) for i in range(5000)], 500)
+    # One row first, then at most eight times the rows measured so far, up to the engine's batch.
+    assert asked[:4] == [1, 8, 72, 500] and set(asked[3:]) == {500}
     assert not writer.capped and writer.finish().row_count == 5000
+
+
+def test_wide_rows_shrink_the_fetches_to_about_fetch_bytes(make_writer, monkeypatch):
+    monkeypatch.setattr(tables, "FETCH_BYTES", 64 * 1024)
+    writer = make_writer(columns=["id", "body"])
+    wide = [(i, "x" * 10_000) for i in range(300)]  # about 10 KB of JSON a row
+    asked = _sizes(writer, wide, 5000)
+    assert asked[0] == 1  # nothing measured yet: one row
+    assert max(asked) * 10_000 <= 64 * 1024  # never more than FETCH_BYTES of these rows in one fetch
+    assert asked[-2] == 64 * 1024 // 10_020  # the steady size: FETCH_BYTES over the measured row width
+    table = writer.finish()
+    assert table.row_count == 300 and table.capped_by is None
+
+
+def test_a_wider_row_shrinks_the_next_fetch(make_writer, monkeypatch):
+    monkeypatch.setattr(tables, "FETCH_BYTES", 64 * 1024)
+    writer = make_writer(columns=["body"])
+    writer.extend([("n",)] * 100)
+    assert writer.fetch_size(5000) == 800  # narrow rows so far: eight times the rows measured
+    writer.extend([("y" * 32_000,)])
+    assert writer.fetch_size(5000) <= 2  # the widest rows seen decide from now on
+
+
+def test_max_bytes_stops_at_the_first_row_that_reaches_it_and_warns(make_writer):
+    writer = make_writer(columns=["n", "text"], max_bytes=5_000)
+    rows = [(i, "z" * 80) for i in range(1_000)]  # about 100 bytes of JSON a row
+    asked = _sizes(writer, rows, 5000)
+    table = writer.finish()
+    assert writer.capped and table.capped_by == "max_result_bytes" and table.capped_at == 5_000
+    assert 5_000 <= writer.bytes_written < 5_000 + 2 * 110  # it stops about there, not a batch later
+    assert [r["n"] for r in table.iter_rows()] == list(range(table.row_count))  # the first rows, in order
+    assert sum(asked) == table.row_count + 1  # one row past the cap was read, to know there was more
+    assert table.warnings[0] == (
+        f"The result passed max_result_bytes (5,000 bytes of JSON) after {table.row_count:,} rows; the extraction "
+        "stopped there. Narrow the query: select fewer or shorter columns, add filters, or aggregate; or ask the "
+        "user to raise max_result_bytes."
+    )
+
+
+def test_a_result_that_ends_at_max_bytes_is_not_capped(make_writer):
+    probe = make_writer(columns=["n"])
+    probe.extend([(i,) for i in range(100)])
+    size = probe.bytes_written
+    writer = make_writer(columns=["n"], max_bytes=size)
+    _sizes(writer, [(i,) for i in range(100)], 7)
+    table = writer.finish()
+    assert writer.bytes_written == size and not writer.capped
+    assert table.row_count == 100 and table.capped_by is None and not table.warnings
+
+
+def test_max_bytes_cuts_a_large_page_part_way(make_writer):
+    writer = make_writer(columns=["n", "text"], max_bytes=1_000)
+    writer.extend([(i, "w" * 500) for i in range(10_000)])  # one API page, not asked for by size
+    assert writer.capped and writer.fetch_size(100) == 0
+    assert writer.finish().row_count < 10_000
 
 
 # -- the batched path: sampling, ISO texts, converters, file lines --------------------------------

@@ -1194,7 +1194,7 @@ async def test_wrong_password_is_credentials_invalid_without_the_password_anywhe
             answers.append(await host.call("autocontext", {"resource_id": db.name}, meta))
     for response in answers:
         assert _error(response) == ("ACP_CREDENTIALS_INVALID", -32012), response.error
-        assert "Access denied" in response.error["message"]
+        assert f"denied access to user {db.user} (with a password)" in response.error["message"]
         assert wrong not in json.dumps(response.raw)
     assert wrong not in host.stderr()
 
@@ -1235,7 +1235,8 @@ def test_identity_never_holds_the_secret() -> None:
     dsn = "mysql://reader:p%40ss%3Aw%2Frd%3F%23@db.example.com:3307/shop?ssl_mode=required"
     from_dsn = ENGINE.identify({"type": "mysql_dsn", "dsn": dsn})
     assert from_dsn.identity == "mysql:reader@db.example.com:3307/shop"
-    assert set(from_dsn.secrets) == {password, dsn, "p%40ss%3Aw%2Frd%3F%23"}
+    assert {password, dsn, "p%40ss%3Aw%2Frd%3F%23"} <= set(from_dsn.secrets)
+    assert "reader" not in from_dsn.secrets  # the user name is not a secret: messages may name it
     assert engine_mysql.settings_of({"type": "mysql_dsn", "dsn": dsn}).ssl_mode == "required"
 
 
@@ -1290,26 +1291,22 @@ def test_translation_table(code: int, message: str, expected: type, says: str) -
 
 def test_an_unreachable_server_is_an_upstream_error_naming_the_server() -> None:
     credentials = {"type": "mysql", "host": "127.0.0.1", "port": 1, "user": "u", "password": "pw-123", "database": "d"}
-    with pytest.raises(pymysql.err.OperationalError) as failed:
+    with pytest.raises(UpstreamError) as failed:
         ENGINE.connect(credentials, None)
-    translated = ENGINE.translate(failed.value)
-    assert isinstance(translated, UpstreamError) and "check the server" in translated.message
-    assert "pw-123" not in translated.message
+    assert "127.0.0.1:1" in failed.value.message and "check the server" in failed.value.message
+    assert "pw-123" not in failed.value.message
 
 
 def test_tls_required_against_a_server_without_tls_says_what_to_fix(mysql_database: Any) -> None:
     db = mysql_database
     have_ssl = db.rows("SHOW VARIABLES LIKE 'have_ssl'")
     enabled = bool(have_ssl) and have_ssl[0][1] == "YES"
-    try:
-        conn = ENGINE.connect(db.credentials(ssl_mode="required"), None)
-    except Exception as exc:
-        assert not enabled
-        translated = ENGINE.translate(exc)
-        assert isinstance(translated, CredentialsInvalid) and "ssl_mode" in translated.message
-    else:
-        assert enabled
-        conn.close()
+    if enabled:
+        ENGINE.connect(db.credentials(ssl_mode="required"), None).close()
+        return
+    with pytest.raises(CredentialsInvalid) as refused:
+        ENGINE.connect(db.credentials(ssl_mode="required"), None)
+    assert "ssl_mode" in refused.value.message
 
 
 # =====================================================================================================
