@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,7 @@ from .engine import (
     FileEngine,
     ForeignKey,
     QueryOutcome,
+    Relation,
     TableInfo,
     TimeBudgetExceeded,
     database_name,
@@ -425,6 +426,26 @@ class Database(Connection):
             return (estimate, True) if kind == "table" else (None, True)
         return int(row[0]) if row else 0, False
 
+    def find_relations(self, names: Collection[str], schemas: Collection[str]) -> list[Relation]:
+        wanted = sorted({name.lower() for name in names})
+        if not wanted:
+            return []
+        rows = self.rows(
+            "SELECT c.schema_name, c.table_name, v.view_name IS NOT NULL, list(c.column_name ORDER BY c.column_index) "
+            "FROM duckdb_columns() c LEFT JOIN duckdb_views() v ON v.database_name = c.database_name "
+            "AND v.schema_name = c.schema_name AND v.view_name = c.table_name "
+            "WHERE c.database_name = current_database() AND NOT c.internal AND lower(c.table_name) IN "
+            f"({', '.join('?' for _ in wanted)}) GROUP BY ALL ORDER BY 1, 2",
+            wanted,
+        )
+        return [
+            Relation(str(schema), str(name), "view" if is_view else "table", tuple(str(c) for c in columns))
+            for schema, name, is_view, columns in rows
+        ]
+
+    def search_path(self, schema: str | None) -> list[str]:
+        return [schema or "main"]  # stream() resets the search path to DuckDB's default without a schema
+
     def view_sql(self, schema: str | None, name: str) -> str | None:
         rows = self.rows(
             "SELECT sql FROM duckdb_views() WHERE database_name = current_database() AND NOT internal "
@@ -625,7 +646,9 @@ class DuckdbEngine(FileEngine):
     dialect = "duckdb"
     has_schemas = True
     catalog_schemas = frozenset({"information_schema", "pg_catalog"})
-    catalog_prefixes = ("duckdb_", "pragma_", "sqlite_")
+    # pg_catalog's views (pg_class, pg_attribute…) resolve unqualified in DuckDB too.
+    catalog_prefixes = ("duckdb_", "pragma_", "sqlite_", "pg_")
+    catalog_functions = frozenset({"obj_description", "col_description", "format_type", "current_schemas"})
     text_types = ("char", "text", "string", "enum")
     forbidden_functions = FORBIDDEN_FUNCTIONS
     forbidden_relations = FORBIDDEN_RELATIONS

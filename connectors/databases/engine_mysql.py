@@ -42,7 +42,7 @@ import re
 import ssl
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -78,6 +78,7 @@ from .engine import (
     Engine,
     ForeignKey,
     QueryOutcome,
+    Relation,
     TableInfo,
     TimeBudgetExceeded,
 )
@@ -744,6 +745,29 @@ class MysqlConnection(Connection):
                 )
             )
         return out
+
+    def find_relations(self, names: Collection[str], schemas: Collection[str]) -> list[Relation]:
+        wanted = sorted({name.lower() for name in names})
+        databases = sorted({self.database, *schemas})
+        if not wanted:
+            return []
+        # TABLE_SCHEMA as written: MariaDB opens only those databases (a LOWER() would open every one).
+        rows = self._read(
+            "SELECT c.TABLE_SCHEMA, c.TABLE_NAME, t.TABLE_TYPE, c.COLUMN_NAME FROM information_schema.COLUMNS c "
+            "JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME "
+            f"WHERE c.TABLE_SCHEMA IN ({', '.join('%s' for _ in databases)}) "
+            f"AND LOWER(c.TABLE_NAME) IN ({', '.join('%s' for _ in wanted)}) "
+            "ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION",
+            (*databases, *wanted),
+        )
+        found: dict[tuple[str, str], tuple[str, list[str]]] = {}
+        for schema, name, table_type, column in rows:
+            kind = "view" if "VIEW" in _text(table_type).upper() else "table"
+            found.setdefault((_text(schema), _text(name)), (kind, []))[1].append(_text(column))
+        return [Relation(schema, name, kind, tuple(columns)) for (schema, name), (kind, columns) in found.items()]
+
+    def search_path(self, schema: str | None) -> list[str]:
+        return [schema or self.database]
 
     def view_sql(self, schema: str | None, name: str) -> str | None:
         rows = self._read(
