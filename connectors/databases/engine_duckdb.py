@@ -260,6 +260,7 @@ class Database(Connection):
         if cancelled is not None:
             self.cancelled = cancelled
         self._schema: str | None = None
+        self._user_functions: frozenset[str] | None = None
         _make_room(self.key, write)
         settings = {**_SETTINGS, "temp_directory": _spill_directory(self.key)}
         try:
@@ -455,8 +456,13 @@ class Database(Connection):
         return str(rows[0][0] or "") if rows else None
 
     def user_functions(self) -> frozenset[str]:
-        rows = self.rows("SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE NOT internal")
-        return frozenset(str(r[0]) for r in rows)
+        # Read once per connection: listing functions takes 10 ms or more, and while a read-only
+        # connection is open no process may write the file (DuckDB's lock), nor this one (the pool
+        # closes its readers before a write), so the macros cannot change under it.
+        if self._user_functions is None or self.write:
+            rows = self.rows("SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE NOT internal")
+            self._user_functions = frozenset(str(r[0]) for r in rows)
+        return self._user_functions
 
     def _schema_of(self, schema: str | None) -> str:
         return schema if schema is not None else self._schema or "main"

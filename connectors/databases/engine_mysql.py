@@ -752,19 +752,29 @@ class MysqlConnection(Connection):
         if not wanted:
             return []
         # TABLE_SCHEMA as written: MariaDB opens only those databases (a LOWER() would open every one).
-        rows = self._read(
-            "SELECT c.TABLE_SCHEMA, c.TABLE_NAME, t.TABLE_TYPE, c.COLUMN_NAME FROM information_schema.COLUMNS c "
-            "JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME "
-            f"WHERE c.TABLE_SCHEMA IN ({', '.join('%s' for _ in databases)}) "
-            f"AND LOWER(c.TABLE_NAME) IN ({', '.join('%s' for _ in wanted)}) "
-            "ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION",
-            (*databases, *wanted),
+        # Two reads, not a join: joining information_schema tables costs ten times more (measured).
+        where = (
+            f"TABLE_SCHEMA IN ({', '.join('%s' for _ in databases)}) "
+            f"AND LOWER(TABLE_NAME) IN ({', '.join('%s' for _ in wanted)})"
         )
-        found: dict[tuple[str, str], tuple[str, list[str]]] = {}
-        for schema, name, table_type, column in rows:
-            kind = "view" if "VIEW" in _text(table_type).upper() else "table"
-            found.setdefault((_text(schema), _text(name)), (kind, []))[1].append(_text(column))
-        return [Relation(schema, name, kind, tuple(columns)) for (schema, name), (kind, columns) in found.items()]
+        kinds = {
+            (_text(schema), _text(name)): "view" if "VIEW" in _text(table_type).upper() else "table"
+            for schema, name, table_type in self._read(
+                f"SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE {where}",
+                (*databases, *wanted),
+            )
+        }
+        columns: dict[tuple[str, str], list[str]] = {}
+        for schema, name, column in self._read(
+            f"SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE {where} "
+            "ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
+            (*databases, *wanted),
+        ):
+            columns.setdefault((_text(schema), _text(name)), []).append(_text(column))
+        return [
+            Relation(schema, name, kind, tuple(columns.get((schema, name), ())))
+            for (schema, name), kind in kinds.items()
+        ]
 
     def search_path(self, schema: str | None) -> list[str]:
         return [schema or self.database]

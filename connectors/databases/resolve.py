@@ -32,8 +32,10 @@ from .engine import Relation
 
 # Table functions that take values, never a relation's name: harmless where data is hidden.
 VALUE_TABLE_FUNCTIONS = frozenset(
-    {"generate_series", "exploding_generate_series", "range", "unnest", "json_each", "json_tree"}
+    {"generate_series", "exploding_generate_series", "range", "unnest", "json_each", "json_tree", "json_table"}
 )
+# sqlglot names some functions by splitting their class name letter by letter.
+_SQLGLOT_NAMES = {"j_s_o_n_table": "json_table"}
 # What DuckDB's SUMMARIZE returns (one row per column of its input).
 _SUMMARIZE_COLUMNS = (
     "column_name", "column_type", "min", "max", "approx_unique", "avg", "std", "q25", "q50", "q75", "count",
@@ -93,6 +95,8 @@ class _Analysis:
     findings: list[Finding] = field(default_factory=list)
     sources: dict[int, _Source] = field(default_factory=dict)  # id(exp.Table) → its relation
     outputs: dict[int, int] = field(default_factory=dict)  # id(node) → top-level output position
+    schema: dict[str, dict[str, str]] = field(default_factory=dict)  # what qualification sees, by _r<n>/_v<n>
+    values: dict[int, set[str]] = field(default_factory=dict)  # id(exp.Table) → columns of a table of values
     bare: set[int] = field(default_factory=set)  # id(exp.Column) written without a table
     written: set[int] = field(default_factory=set)  # id(exp.Column) in the query as written (not from a *)
 
@@ -115,8 +119,11 @@ def analyse(tree: Any, dialect: str, catalog: Catalog, search_path: list[str]) -
     written = {id(t): _written_parts(t) for t in tree.find_all(exp.Table)}
     for identifier in tree.find_all(exp.Identifier):
         identifier.set("this", fold(catalog.engine, identifier.this, identifier.quoted))
+    for star in tree.find_all(exp.Star):
+        star.set("ilike", None)  # "* ILIKE 'x'" matches canonical names the folded ones may not: read them all
     _rewrite_duckdb_statements(tree, run)
     _check_functions(tree, run)
+    _check_recursive_names(tree, run)
     try:
         scopes = traverse_scope(tree)
     except (OptimizeError, SqlglotError, RecursionError):
@@ -125,11 +132,7 @@ def analyse(tree: Any, dialect: str, catalog: Catalog, search_path: list[str]) -
     _resolve_tables(tree, scopes, written, run)
     if run.findings:
         return run.findings, None  # names that do not resolve: the columns cannot be either
-    schema = MappingSchema(
-        {f"_r{index}": dict.fromkeys(source.columns, "text") for index, source in enumerate(run.sources.values())},
-        dialect=dialect,
-        normalize=False,
-    )
+    schema = MappingSchema(run.schema, dialect=dialect, normalize=False)
     written_columns = list(tree.find_all(exp.Column))
     run.bare = {id(c) for c in written_columns if not c.table}
     run.written = {id(c) for c in written_columns}
@@ -155,6 +158,7 @@ def analyse(tree: Any, dialect: str, catalog: Catalog, search_path: list[str]) -
 
 
 # -- 1. what is refused before any name is resolved ---------------------------------------------------------
+_SEQUENCE = re.compile(r"seq_[0-9]+_to_[0-9]+(?:_step_[0-9]+)?")
 _NAMED_IN_ERROR = re.compile(r"(?:column|resolve)[: ]+'?([^'\s]+)'?", re.IGNORECASE)
 _UNREADABLE = (
     "The checker cannot resolve this query's names, and this source hides some data (personal data): it refuses "
@@ -219,10 +223,27 @@ def _check_functions(tree: Any, run: _Analysis) -> None:
             run.add(_unseen(f"the user-defined function {name}()"))
 
 
+def _check_recursive_names(tree: Any, run: _Analysis) -> None:
+    """The first part of a recursive CTE that names the CTE itself: PostgreSQL and SQLite refuse it,
+    DuckDB reads the table of that name there (and sqlglot takes it for the CTE)."""
+    from sqlglot import exp
+
+    for cte in tree.find_all(exp.CTE):
+        with_ = cte.parent
+        if not (isinstance(with_, exp.With) and with_.recursive and isinstance(cte.this, exp.SetOperation)):
+            continue
+        if any(not t.db and t.name == cte.alias for t in cte.this.this.find_all(exp.Table)):
+            run.add(
+                f"The first part of the recursive CTE {cte.alias} reads a relation named {cte.alias}, which engines "
+                "read differently, and this source hides some data. Rename the CTE."
+            )
+
+
 def function_name(node: Any) -> str:
     from sqlglot import exp
 
-    return str(node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+    name = str(node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+    return _SQLGLOT_NAMES.get(name, name)
 
 
 # -- 2. table references to catalog relations ------------------------------------------------------------
@@ -260,6 +281,12 @@ def _resolve_tables(tree: Any, scopes: list[Any], written: dict[int, tuple[Name,
     relations = catalog.relations(names, schemas)
     for table in named:
         located = _locate(written[id(table)], relations, run)
+        if isinstance(located, str) and catalog.engine == "mysql" and _SEQUENCE.fullmatch(table.name):
+            # MariaDB's Sequence engine: seq_1_to_5 is a table of numbers that no catalog lists.
+            run.schema[f"_v{len(run.schema)}"] = {"seq": "text"}
+            table.set("this", exp.to_identifier(f"_v{len(run.schema) - 1}"))
+            run.values[id(table)] = {"seq"}
+            continue
         if isinstance(located, str):
             run.add(located)
             continue
@@ -267,16 +294,20 @@ def _resolve_tables(tree: Any, scopes: list[Any], written: dict[int, tuple[Name,
         if hidden is ALL:
             run.add(_missing_relation(_display(written[id(table)])))
             continue
-        index = len(run.sources)
         alias = table.args.get("alias")
         if alias is None or not alias.name:
             known_as = table.this.copy()
             table.set("alias", exp.TableAlias(this=known_as, columns=alias.columns if alias else None))
-        table.set("this", exp.to_identifier(f"_r{index}"))
+        key = f"_r{len(run.schema)}"
+        table.set("this", exp.to_identifier(key))
         table.set("db", None)
         table.set("catalog", None)
-        columns = {fold(catalog.engine, c, True): c for c in located.columns}
-        run.sources[id(table)] = _Source(located, columns)
+        folded = [fold(catalog.engine, c, True) for c in located.columns]
+        run.schema[key] = dict.fromkeys(folded, "text")
+        # "customers AS t(i, n, e)" renames the columns by position; the rest keep their names.
+        renamed = [c.name for c in (alias.columns if alias is not None else [])]
+        shown = [renamed[i] if i < len(renamed) else name for i, name in enumerate(folded)]
+        run.sources[id(table)] = _Source(located, dict(zip(shown, located.columns, strict=True)))
         if table.args.get("pivots"):
             _read_all(run.sources[id(table)], run, table)  # PIVOT groups by every other column
 
@@ -450,6 +481,8 @@ def _check_bare(node: Any, scope: Any, run: _Analysis) -> None:
                 has_it = possible = True
                 if not isinstance(source, Scope) and id(source) in run.sources:
                     _read_column(run.sources[id(source)], name, run, node)
+        if level.pivots:
+            possible = True  # a pivot's output column, unknown until it runs
         if level is scope and _refers_to_output(node, level):
             possible = True  # an output alias (ORDER BY, GROUP BY): its expression is checked where it is
         if has_it:
@@ -484,6 +517,8 @@ def _output_names(source: Any, run: _Analysis) -> set[str] | None:
         return None if names is None or "*" in names else set(names)
     if id(source) in run.sources:
         return set(run.sources[id(source)].columns)
+    if id(source) in run.values:
+        return run.values[id(source)]
     alias = source.args.get("alias")
     return {c.name for c in alias.columns} if alias is not None and alias.columns else None
 
@@ -494,12 +529,17 @@ def _check_row(alias: str, scope: Any, run: _Analysis, node: Any) -> None:
         _read_all(run.sources[id(found)], run, node)
 
 
+_PIVOTED = object()  # a pivot's output: computed from its input, whose reads are checked where it is
+
+
 def _find_source(scope: Any, alias: str) -> Any:
     """The source an alias denotes, from the innermost scope outwards (a correlated reference)."""
     level = scope
     while level is not None:
         if alias in level.sources:
             return level.sources[alias]
+        if any(pivot.alias == alias for pivot in level.pivots):
+            return _PIVOTED
         level = level.parent
     return None
 
