@@ -95,7 +95,7 @@ class _Analysis:
     findings: list[Finding] = field(default_factory=list)
     sources: dict[int, _Source] = field(default_factory=dict)  # id(exp.Table) → its relation
     outputs: dict[int, int] = field(default_factory=dict)  # id(node) → top-level output position
-    schema: dict[str, dict[str, str]] = field(default_factory=dict)  # what qualification sees, by _r<n>/_v<n>
+    schema: dict[str, object] = field(default_factory=dict)  # what qualification sees, by _r<n>/_v<n>
     values: dict[int, set[str]] = field(default_factory=dict)  # id(exp.Table) → columns of a table of values
     bare: set[int] = field(default_factory=set)  # id(exp.Column) written without a table
     written: set[int] = field(default_factory=set)  # id(exp.Column) in the query as written (not from a *)
