@@ -85,6 +85,8 @@ class Relation:
     name: str
     kind: str  # "table" or "view"
     columns: tuple[str, ...]
+    # "schema.table" of the tables whose rows it holds too (PostgreSQL partitions and inheritance).
+    parents: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

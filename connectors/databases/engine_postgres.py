@@ -354,16 +354,22 @@ class PostgresConnection(Connection):
     def find_relations(self, names: Collection[str], schemas: Collection[str]) -> list[Relation]:
         rows = self._read(
             "SELECT n.nspname, c.relname, c.relkind IN ('v', 'm'), ARRAY(SELECT a.attname FROM pg_attribute a "
-            "WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) "
+            "WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum), "
+            "ARRAY(WITH RECURSIVE up(oid) AS (SELECT inhparent FROM pg_inherits WHERE inhrelid = c.oid UNION "
+            "SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.oid) SELECT pn.nspname || '.' || "
+            "pc.relname FROM up JOIN pg_class pc ON pc.oid = up.oid JOIN pg_namespace pn ON pn.oid = pc.relnamespace) "
             "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND lower(c.relname) = ANY(%s) "
             "AND n.nspname !~ '^pg_' AND n.nspname <> 'information_schema' ORDER BY 1, 2",
             (sorted({name.lower() for name in names}),),
         )
         return [
-            Relation(str(schema), str(name), "view" if is_view else "table", tuple(str(c) for c in columns))
-            for schema, name, is_view, columns in rows
-        ]
+            Relation(
+                str(schema), str(name), "view" if is_view else "table", tuple(str(c) for c in columns),
+                tuple(str(p) for p in parents),
+            )
+            for schema, name, is_view, columns, parents in rows
+        ]  # fmt: skip
 
     def search_path(self, schema: str | None) -> list[str]:
         if schema:

@@ -146,7 +146,12 @@ class Hidden:
             raise InvalidArguments(findings[0].message)
 
     def names(self, relation: Relation) -> list[str]:
-        return relation_names(self._engine, self.database, relation.schema, relation.name)
+        """Its names, and those of the tables whose rows it also holds (a partition is its table's data)."""
+        names = []
+        for parent in relation.parents:
+            schema, table = parent.split(".", 1)
+            names += relation_names(self._engine, self.database, schema, table)
+        return names + relation_names(self._engine, self.database, relation.schema, relation.name)
 
     def search_path(self, schema: str | None) -> list[str]:
         if schema not in self._paths:
@@ -174,18 +179,14 @@ class Hidden:
         if not self.policy.hidden:
             return False
         relation = self.relation(schema, name)
-        if relation is None:
-            return self.policy.table_hidden(relation_names(self._engine, self.database, schema, name))
-        return self.hidden_columns(relation) is ALL
+        # A listed table the lookup cannot find again (renamed meanwhile): hidden, not guessed.
+        return relation is None or self.hidden_columns(relation) is ALL
 
     def column_hidden(self, schema: str | None, table: str, column: str) -> bool:
         if not self.policy.hidden:
             return False
         relation = self.relation(schema, table)
-        if relation is None:
-            names = relation_names(self._engine, self.database, schema, table)
-            return self.policy.table_hidden(names) or self.policy.column_hidden(names, column)
-        hidden = self.hidden_columns(relation)
+        hidden = ALL if relation is None else self.hidden_columns(relation)
         return hidden is ALL or column in hidden
 
     def visible(self, schema: str | None, table: str, columns: Iterable[Any]) -> list[Any]:

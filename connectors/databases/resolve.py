@@ -174,7 +174,7 @@ def _written_parts(table: Any) -> tuple[Name, ...]:
         part = table.args.get(key)
         if isinstance(part, exp.Identifier):
             parts.append((str(part.this), bool(part.quoted)))
-        elif part is not None and key != "this":
+        elif part is not None:
             parts.append((part.sql(), False))  # an expression where a name belongs: never resolves
     return tuple(parts)
 

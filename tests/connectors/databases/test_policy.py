@@ -244,6 +244,8 @@ ENGINE_ATTACKS: dict[str, dict[str, Attack]] = {
         "row-compare": oracle(f"SELECT name FROM customers WHERE (id, email) = (1, '{PROBE}')"),
         "count-row": oracle("SELECT count(c.*) AS n FROM customers c"),
         "other-schema-shadow": A("SELECT email FROM sales.customers"),
+        "inherited-table": A("SELECT email FROM customers_2025"),
+        "inherited-table-only": A("SELECT email FROM ONLY customers_2025"),
         "materialized-view": A("SELECT * FROM m_contacts"),
         "user-function": A("SELECT contact(1) AS c"),
         "user-function-qualified": A("SELECT public.contact(2) AS c"),
@@ -419,6 +421,8 @@ def _postgres(root: Path) -> Iterator[EngineCase]:
                 "CREATE FUNCTION contact(i integer) RETURNS text LANGUAGE sql AS "
                 "'SELECT email FROM customers WHERE id = i'"
             )
+            conn.execute("CREATE TABLE customers_2025 () INHERITS (customers)")  # its rows are customers' too
+            conn.execute(f"INSERT INTO customers_2025 VALUES (7, 'name 7', '{EMAILS[2]}')")
             conn.execute("CREATE SCHEMA sales")
             conn.execute("CREATE TABLE sales.customers (id integer, email text)")
             conn.execute(f"INSERT INTO sales.customers VALUES (1, '{EMAILS[1]}')")
