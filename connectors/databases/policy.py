@@ -92,6 +92,7 @@ class Hidden:
         self._paths: dict[str | None, list[str]] = {}
         self._user_functions: frozenset[str] | None = None
         self._depth = 0
+        self._secret_names: set[str] = set()  # hidden names of the relations looked at so far
 
     # -- resolve.Catalog ------------------------------------------------------------------------------------
     def relations(self, names: set[str], schemas: set[str]) -> list[Relation]:
@@ -124,6 +125,7 @@ class Hidden:
             hidden |= {column for column, flag in zip(relation.columns, flags, strict=True) if flag}
         result = ALL if relation.columns and len(hidden) == len(relation.columns) else frozenset(hidden)
         self._hidden[key] = result
+        self._secret_names |= {relation.name.lower()} if result is ALL else {c.lower() for c in hidden}
         return result
 
     def visible_columns(self, relation: Relation) -> list[str]:
@@ -144,6 +146,24 @@ class Hidden:
         findings, _ = analyse(query.tree, query.dialect, self, self.search_path(default_schema))
         if findings:
             raise InvalidArguments(findings[0].message)
+
+    def names_hidden_data(self, error: BaseException) -> bool:
+        """Whether an engine's error about an approved query names hidden data: engines suggest close
+        names (DuckDB's "Candidate bindings", PostgreSQL's "Perhaps you meant…") from every table in
+        the query, hidden columns included."""
+        if not self._secret_names:
+            return False
+        diag = getattr(error, "diag", None)
+        text = " ".join([str(error), *(str(getattr(diag, a, None) or "") for a in ("message_detail", "message_hint"))])
+        lowered = text.lower()
+        return any(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", lowered) for name in self._secret_names)
+
+    def refusal_for_named_error(self) -> InvalidArguments:
+        return InvalidArguments(
+            "The database refused the query, and its message names data this source hides (personal data), so it is "
+            "not shown. Check the table and column names against describe_table and autocontext, and qualify "
+            "columns with their table's alias."
+        )
 
     def names(self, relation: Relation) -> list[str]:
         """Its names, and those of the tables whose rows it also holds (a partition is its table's data)."""

@@ -476,8 +476,8 @@ def _check_bare(node: Any, scope: Any, run: _Analysis) -> None:
                 possible = True
                 _check_row(alias, level, run, node)
             if columns is None:
-                possible = True  # a value table function or a star over one: no hidden column
-            elif name in columns:
+                continue  # a table function without a column list: it may or may not have the name
+            if name in columns:
                 has_it = possible = True
                 if not isinstance(source, Scope) and id(source) in run.sources:
                     _read_column(run.sources[id(source)], name, run, node)

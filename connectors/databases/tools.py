@@ -29,14 +29,23 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
     policy = policy_of(ctx)
     deadline = time.monotonic() + float(ctx.config["statement_timeout_s"])  # one for the whole call
 
+    approved: list[Hidden] = []  # the `hidden` check of a query it let through
+
     def run(conn: Connection) -> tuple[Any, list[str], QueryOutcome]:
         checked = engine.check_sql(sql)  # the parser layer, before the engine's own layers
-        policy.on(conn, engine).check_query(checked, location.schema)
+        hidden = policy.on(conn, engine)
+        hidden.check_query(checked, location.schema)
+        approved.append(hidden)
         writer = ctx.table()  # stops at max_rows or max_result_bytes, with its warning
         outcome = conn.stream(sql, writer, schema=location.schema, timeout_s=deadline - time.monotonic())
         return writer.finish(), checked.dates, outcome
 
-    table, dates, outcome = await with_connection(ctx, location.database, run)
+    try:
+        table, dates, outcome = await with_connection(ctx, location.database, run)
+    except Exception as exc:
+        if approved and approved[0].names_hidden_data(exc):
+            raise approved[0].refusal_for_named_error() from None
+        raise
     source: dict[str, Any] = {"engine": engine.name, "database": location.database}
     if location.schema:
         source["schema"] = location.schema

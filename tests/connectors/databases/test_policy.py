@@ -208,6 +208,13 @@ ENGINE_ATTACKS: dict[str, dict[str, Attack]] = {
             "WHERE 1 = 0) SELECT * FROM customers"
         ),
         "lambda-outer": A("SELECT list_transform([1], lambda x: email) AS l FROM customers"),
+        "name-guess-beside-function": oracle("SELECT emai FROM customers, range(3)"),
+        "name-guess-in-derived": oracle("SELECT r.emai FROM customers, (SELECT * FROM range(3)) r"),
+        # A bare name a pivot's output could hold passes the check: the engine's own error, which
+        # suggests close names from every table (email), is what must not reach the model.
+        "name-guess-beside-pivot": oracle(
+            "SELECT emai FROM customers, (SELECT 1 AS k, 2 AS v) PIVOT (sum(v) FOR k IN (1))"
+        ),
         "qualify": oracle("SELECT name FROM customers QUALIFY row_number() OVER (ORDER BY email) = 1"),
         "positional-join": A("SELECT * FROM customers POSITIONAL JOIN orders"),
         "macro": A("SELECT contact(1) AS c"),
@@ -253,6 +260,8 @@ ENGINE_ATTACKS: dict[str, dict[str, Attack]] = {
         "viewdef-regclass": oracle("SELECT pg_get_viewdef('v_pay'::regclass) AS d"),
         "regclass": oracle("SELECT 'payroll'::regclass AS r"),
         "column-comment": oracle("SELECT col_description('customers'::regclass, 3) AS d"),
+        "name-guess": oracle("SELECT emai FROM customers"),
+        "name-guess-beside-function": oracle("SELECT emai FROM customers, generate_series(1, 3)"),
         "pg-attribute": oracle("SELECT attname FROM pg_attribute"),
         "pg-class-other-case": oracle("SELECT relname FROM PG_CLASS"),
         "pg-catalog": oracle("SELECT * FROM pg_catalog.pg_class"),
