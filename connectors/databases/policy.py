@@ -111,6 +111,8 @@ class Hidden:
         return [r for n in lowered for r in self._found.get(n, [])]
 
     def hidden_columns(self, relation: Relation) -> frozenset[str] | None:
+        if not self.policy.hidden:
+            return frozenset()
         key = (relation.schema, relation.name)
         if key in self._hidden:
             return self._hidden[key]

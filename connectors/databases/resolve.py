@@ -435,8 +435,8 @@ def _check_node(node: Any, scope: Any, run: _Analysis) -> None:
         elif id(found) in run.sources:
             _read_all(run.sources[id(found)], run, node)
         return
-    if node.find_ancestor(exp.Pivot) is not None or _is_lambda_parameter(node):
-        return  # a pivot reads every column of its input (checked there); lambda parameters are values
+    if _is_lambda_parameter(node):
+        return
     if id(node) in run.bare or not node.table:
         _check_bare(node, scope, run)  # sqlglot's guess is one candidate; the engine may pick another
         return
@@ -549,13 +549,22 @@ def _local_sources(scope: Any, run: _Analysis) -> list[_Source]:
 
 
 def _is_lambda_parameter(node: Any) -> bool:
+    """A lambda's parameter (lambda x: x + 1) or a list comprehension's variable ([x FOR x IN l])."""
     from sqlglot import exp
 
-    lambda_ = node.find_ancestor(exp.Lambda)
-    while lambda_ is not None:
-        if node.name in {p.name for p in lambda_.expressions}:
+    if node.table:
+        return False
+    child, binder = node, node.parent
+    while binder is not None:
+        if isinstance(binder, exp.Lambda) and node.name in {p.name for p in binder.expressions}:
             return True
-        lambda_ = lambda_.find_ancestor(exp.Lambda)
+        if (
+            isinstance(binder, exp.Comprehension)
+            and child.arg_key in ("this", "condition")  # not in the list it iterates over
+            and binder.args["expression"].name == node.name
+        ):
+            return True
+        child, binder = binder, binder.parent
     return False
 
 

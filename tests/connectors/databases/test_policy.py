@@ -208,6 +208,10 @@ ENGINE_ATTACKS: dict[str, dict[str, Attack]] = {
             "WHERE 1 = 0) SELECT * FROM customers"
         ),
         "lambda-outer": A("SELECT list_transform([1], lambda x: email) AS l FROM customers"),
+        "comprehension": A("SELECT [x FOR x IN [email]] AS l FROM customers"),
+        "pivot-correlated": oracle(  # DuckDB refuses it too, today
+            "SELECT (SELECT * FROM (SELECT 1 AS k, 2 AS v) PIVOT (max(c.email) FOR k IN (1))) AS e FROM customers c"
+        ),
         "name-guess-beside-function": oracle("SELECT emai FROM customers, range(3)"),
         "name-guess-in-derived": oracle("SELECT r.emai FROM customers, (SELECT * FROM range(3)) r"),
         # A bare name a pivot's output could hold passes the check: the engine's own error, which
@@ -339,6 +343,9 @@ VISIBLE_BY_ENGINE: dict[str, list[str]] = {
         "SELECT column_name FROM (SUMMARIZE v_names) ORDER BY 1",
         "SELECT name, count(*) AS n FROM customers GROUP BY ALL ORDER BY ALL",
         "SELECT x FROM range(3) t(x) ORDER BY x",
+        "SELECT [x + 1 FOR x IN [1, 2] IF x > 1] AS l, list_transform([id], lambda i: i * 2) AS d FROM v_names",
+        "SELECT * FROM v_names UNPIVOT (v FOR k IN (name)) ORDER BY id",
+        "SELECT * FROM (SELECT id, name FROM customers) PIVOT (count(*) FOR name IN ('name 1')) ORDER BY id",
     ],
     "postgres": [
         "SELECT name FROM public.customers WHERE id = 2",
