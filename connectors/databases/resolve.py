@@ -84,7 +84,7 @@ class _Source:
     """A table reference resolved to the catalog."""
 
     relation: Relation
-    columns: dict[str, str]  # folded name → canonical name
+    columns: dict[str, str]  # the name the query uses (folded, or from an alias list) → canonical name
 
 
 @dataclass
@@ -614,11 +614,11 @@ def _missing_column(name: str, source: _Source, run: _Analysis) -> str:
     )
 
 
-def _unresolved(name: str, fix: str = "") -> str:
-    fix = fix or "qualify it with its table's alias (t.column), and give table functions a column list (AS t(x))"
+def _unresolved(name: str) -> str:
     return (
         f"The checker cannot tell which table {name} comes from, and this source hides some data (personal data): "
-        f"it refuses what it cannot verify. Check the name, {fix}."
+        "it refuses what it cannot verify. Check the name, qualify it with its table's alias (t.column), and give "
+        "table functions a column list (AS t(x))."
     )
 
 
