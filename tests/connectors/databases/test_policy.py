@@ -61,6 +61,7 @@ def schema_sql(cased: str) -> list[str]:
         "CREATE VIEW v_names AS SELECT id, name FROM customers",
         "CREATE VIEW v_again AS SELECT id, email AS contact FROM v_contacts",
         "CREATE VIEW v_renamed (ref, who) AS SELECT id, email FROM customers",
+        "CREATE VIEW v_chain AS SELECT id AS k, contact AS c FROM v_again",
         "CREATE VIEW v_filtered AS SELECT id, name FROM customers WHERE email LIKE 'canary%'",
         f"CREATE VIEW v_cased AS SELECT * FROM {cased}",
         *(f"INSERT INTO customers VALUES ({i}, 'name {i}', '{email}')" for i, email in enumerate(EMAILS, 1)),
@@ -104,6 +105,14 @@ ATTACKS_EVERYWHERE: dict[str, Attack] = {
         "SELECT customers.email FROM customers, (WITH customers AS (SELECT 2 AS y) SELECT y FROM customers) z"
     ),
     "cte-same-name-star": A("WITH customers AS (SELECT * FROM customers) SELECT * FROM customers"),
+    "cte-shadow-in-union": A(
+        "SELECT email FROM customers UNION ALL SELECT * FROM (WITH customers AS (SELECT 'x' AS email) "
+        "SELECT email FROM customers) u"
+    ),
+    "cte-sibling": A(
+        "SELECT (WITH customers AS (SELECT 'x' AS email) SELECT max(email) FROM customers) AS a, "
+        "(SELECT max(email) FROM customers) AS b"
+    ),
     "cte-body": A("WITH c AS (SELECT email FROM customers) SELECT * FROM c"),
     "cte-star": A("WITH c AS (SELECT * FROM customers) SELECT c.email FROM c"),
     "cte-nested": A("WITH a AS (WITH b AS (SELECT email AS e FROM customers) SELECT e FROM b) SELECT e FROM a"),
@@ -144,6 +153,7 @@ ATTACKS_EVERYWHERE: dict[str, Attack] = {
     "view-hidden-table": A("SELECT * FROM v_pay"),
     "view-hidden-table-count": oracle("SELECT count(*) AS n FROM v_pay"),
     "view-over-view": A("SELECT contact FROM v_again"),
+    "view-chain": A("SELECT c FROM v_chain"),
     "view-renamed": A("SELECT who FROM v_renamed"),
     "view-renamed-star": A("SELECT * FROM v_renamed"),
     "view-filtered": oracle("SELECT name FROM v_filtered"),
@@ -325,6 +335,7 @@ VISIBLE_EVERYWHERE = [
     "SELECT ref FROM v_renamed ORDER BY ref",
     "SELECT name FROM v_cased ORDER BY id",
     "SELECT id FROM v_again ORDER BY id",
+    "SELECT k FROM v_chain ORDER BY k",
     "SELECT max(total) AS m FROM orders",
 ]
 VISIBLE_BY_ENGINE: dict[str, list[str]] = {
@@ -490,6 +501,9 @@ def _mysql(root: Path) -> Iterator[EngineCase]:
             cur.execute(f"GRANT SELECT, SHOW VIEW, EXECUTE ON {quoted}.* TO '{reader}'@'%'")
             cur.execute(f"GRANT INSERT ON {quoted}.visits TO '{reader}'@'%'")
             cur.execute(f"GRANT INSERT ON {quoted}.v_contacts TO '{reader}'@'%'")
+            # A login that may read every table and view but not the views' definitions (no SHOW VIEW).
+            cur.execute(f"CREATE USER '{reader}b'@'%' IDENTIFIED BY '{password}'")
+            cur.execute(f"GRANT SELECT ON {quoted}.* TO '{reader}b'@'%'")
         base = {"type": "mysql", "host": mysql_server.HOST, "port": mysql_server.PORT, "database": name}
 
         def driver(queries: list[str]) -> list[list[tuple[Any, ...]]]:
@@ -506,12 +520,14 @@ def _mysql(root: Path) -> Iterator[EngineCase]:
 
         yield EngineCase("mysql", name, name, name,
                          {"reader": {**base, "user": reader, "password": password},
-                          "root": {**base, "user": mysql_server.ROOT, "password": mysql_server.ROOT_PASSWORD}},
+                          "root": {**base, "user": mysql_server.ROOT, "password": mysql_server.ROOT_PASSWORD},
+                          "blind": {**base, "user": f"{reader}b", "password": password}},
                          driver, qualified_rules=[f"{name}\\.visits"])  # fmt: skip
     finally:
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS {quoted}")
             cur.execute(f"DROP USER IF EXISTS '{reader}'@'%'")
+            cur.execute(f"DROP USER IF EXISTS '{reader}b'@'%'")
         admin.close()
 
 
@@ -702,6 +718,61 @@ async def test_blocks_and_descriptions_resolve_views_like_queries(
                 )
                 assert response.error_name == "ACP_RESOURCE_NOT_FOUND", (tool, view, response.error)
                 assert leaks(response) == [] and "salary" not in json.dumps(response.raw)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["postgres"], indirect=True)
+async def test_postgres_schema_patterns_follow_the_search_path(
+    case: EngineCase, in_process: Any, runtime_dirs: dict[str, str]
+) -> None:
+    """A pattern that names public.customers holds wherever the query runs (schema, database level) and
+    however it names the table; sales.customers, another table with the same name, stays readable."""
+    config = {"hidden": json.dumps(["public\\.customers\\.email"])}
+    refused = {
+        case.resource_id: ["SELECT email FROM customers", "SELECT email FROM public.customers"],
+        f"{case.database}.sales": ["SELECT email FROM public.customers", "SELECT c.email FROM PUBLIC.CUSTOMERS c"],
+        case.database: ["SELECT email FROM customers", "SELECT * FROM customers", "SELECT email FROM customers_2025"],
+    }
+    async with started(in_process, runtime_dirs) as host:
+        for login in LOGINS[case.name]:
+            for resource, queries in refused.items():
+                for sql in queries:
+                    response = await host.call("execute_sql", {"resource_id": resource, "sql": sql},
+                                               case.meta(login, config))  # fmt: skip
+                    assert response.error_name == "ACP_INVALID_ARGUMENTS", (login, resource, sql, response.text[:200])
+                    assert leaks(response) == [], (login, resource, sql)
+            other = await host.call(
+                "execute_sql", {"resource_id": f"{case.database}.sales", "sql": "SELECT email FROM customers"},
+                case.meta(login, config),
+            )  # fmt: skip
+            assert not other.is_error, other.error
+            assert [row["email"] for row in other.rows()] == [EMAILS[1]]  # sales.customers: not the hidden table
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["mysql"], indirect=True)
+async def test_a_view_the_login_cannot_inspect_is_hidden_whole(
+    case: EngineCase, in_process: Any, runtime_dirs: dict[str, str]
+) -> None:
+    """Without SHOW VIEW, MariaDB shows a login no view definition: the checker cannot tell what a view
+    reads, so every view is hidden whole for that login, while the tables stay readable."""
+    hidden = {"hidden": json.dumps(HIDDEN)}
+    async with started(in_process, runtime_dirs) as host:
+        for login, view_readable in (("reader", True), ("blind", False)):
+            response = await host.call(
+                "execute_sql", {"resource_id": case.resource_id, "sql": "SELECT id, name FROM v_names ORDER BY id"},
+                case.meta(login, hidden),
+            )  # fmt: skip
+            assert response.is_error is not view_readable, (login, response.error)
+            context = await host.call("autocontext", {"resource_id": case.resource_id}, case.meta(login, hidden))
+            assert not context.is_error and leaks(context) == [], context.error
+            assert ('"v_names"' in shown(context)) is view_readable, login
+            assert '"orders"' in shown(context)
+        table = await host.call(
+            "execute_sql", {"resource_id": case.resource_id, "sql": "SELECT name FROM customers WHERE id = 1"},
+            case.meta("blind", hidden),
+        )  # fmt: skip
+        assert not table.is_error and table.rows() == [{"name": "name 1"}], table.error
 
 
 def _visits(case: EngineCase) -> int:
