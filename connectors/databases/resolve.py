@@ -116,20 +116,22 @@ def analyse(tree: Any, dialect: str, catalog: Catalog, search_path: list[str]) -
 
     run = _Analysis(catalog, dialect, search_path)
     tree = tree.copy()
-    written = {id(t): _written_parts(t) for t in tree.find_all(exp.Table)}
-    for identifier in tree.find_all(exp.Identifier):
+    nodes = _collect(tree)
+    tables = nodes["tables"]
+    written = {id(t): _written_parts(t) for t in tables}
+    for identifier in nodes["identifiers"]:
         identifier.set("this", fold(catalog.engine, identifier.this, identifier.quoted))
-    for star in tree.find_all(exp.Star):
+    for star in nodes["stars"]:
         star.set("ilike", None)  # "* ILIKE 'x'" matches canonical names the folded ones may not: read them all
-    _rewrite_duckdb_statements(tree, run)
-    _check_functions(tree, run)
-    _check_recursive_names(tree, run)
+    _rewrite_duckdb_statements(nodes["statements"], run)
+    _check_functions(nodes["functions"], run)
+    _check_recursive_names(nodes["ctes"], run)
     try:
         scopes = traverse_scope(tree)
     except (OptimizeError, SqlglotError, RecursionError):
         run.add(_UNREADABLE)
         return run.findings, None
-    _resolve_tables(tree, scopes, written, run)
+    _resolve_tables(tables, scopes, written, run)
     if run.findings:
         return run.findings, None  # names that do not resolve: the columns cannot be either
     schema = MappingSchema(run.schema, dialect=dialect, normalize=False)
@@ -158,6 +160,26 @@ def analyse(tree: Any, dialect: str, catalog: Catalog, search_path: list[str]) -
 
 
 # -- 1. what is refused before any name is resolved ---------------------------------------------------------
+def _collect(tree: Any) -> dict[str, list[Any]]:
+    """The nodes the steps before resolution look at, by kind, in one pass over the tree."""
+    from sqlglot import exp
+
+    kinds: dict[str, type | tuple[type, ...]] = {
+        "tables": exp.Table,
+        "identifiers": exp.Identifier,
+        "stars": exp.Star,
+        "statements": (exp.Summarize, exp.Describe, exp.Show, exp.Command, exp.Pivot),
+        "functions": exp.Func,  # casts included
+        "ctes": exp.CTE,
+    }
+    found: dict[str, list[Any]] = {name: [] for name in kinds}
+    for node in tree.walk():
+        for name, kind in kinds.items():
+            if isinstance(node, kind):
+                found[name].append(node)
+    return found
+
+
 _SEQUENCE = re.compile(r"seq_[0-9]+_to_[0-9]+(?:_step_[0-9]+)?")
 _NAMED_IN_ERROR = re.compile(r"(?:column|resolve)[: ]+'?([^'\s]+)'?", re.IGNORECASE)
 _UNREADABLE = (
@@ -179,13 +201,13 @@ def _written_parts(table: Any) -> tuple[Name, ...]:
     return tuple(parts)
 
 
-def _rewrite_duckdb_statements(tree: Any, run: _Analysis) -> None:
+def _rewrite_duckdb_statements(statements: list[Any], run: _Analysis) -> None:
     """DuckDB's statements that read every column of a relation, inside a query: SUMMARIZE as what it
     reads and returns, PIVOT/UNPIVOT statements as reading every column (their output columns depend
     on the data); DESCRIBE and SHOW show names, and are refused."""
     from sqlglot import exp
 
-    for node in list(tree.find_all(exp.Summarize, exp.Describe, exp.Show, exp.Command, exp.Pivot)):
+    for node in statements:
         if isinstance(node, exp.Summarize):
             inner = node.this if isinstance(node.this, exp.Query) else exp.select("*").from_(node.this)
             read = exp.select(*(exp.alias_(exp.Null(), name) for name in _SUMMARIZE_COLUMNS))
@@ -199,7 +221,7 @@ def _rewrite_duckdb_statements(tree: Any, run: _Analysis) -> None:
             )
 
 
-def _check_functions(tree: Any, run: _Analysis) -> None:
+def _check_functions(functions: list[Any], run: _Analysis) -> None:
     """Functions whose result no column reference shows: user-defined functions (their bodies may read
     anything), the catalog's functions (view definitions, comments, names) and casts to object
     identifiers ('t'::regclass)."""
@@ -207,11 +229,9 @@ def _check_functions(tree: Any, run: _Analysis) -> None:
 
     catalog = run.catalog
     user: frozenset[str] | None = None
-    for node in tree.find_all(exp.Func, exp.Cast):
+    for node in functions:
         if isinstance(node, exp.Cast) and isinstance(node.args.get("to"), exp.ObjectIdentifier):
             run.add(_unseen(f"a cast to {node.args['to'].sql(run.dialect)}, which looks names up in the catalog"))
-            continue
-        if not isinstance(node, exp.Func):
             continue
         name = function_name(node)
         if name in catalog.catalog_functions or name.startswith(catalog.catalog_prefixes):
@@ -223,12 +243,12 @@ def _check_functions(tree: Any, run: _Analysis) -> None:
             run.add(_unseen(f"the user-defined function {name}()"))
 
 
-def _check_recursive_names(tree: Any, run: _Analysis) -> None:
+def _check_recursive_names(ctes: list[Any], run: _Analysis) -> None:
     """The first part of a recursive CTE that names the CTE itself: PostgreSQL and SQLite refuse it,
     DuckDB reads the table of that name there (and sqlglot takes it for the CTE)."""
     from sqlglot import exp
 
-    for cte in tree.find_all(exp.CTE):
+    for cte in ctes:
         with_ = cte.parent
         if not (isinstance(with_, exp.With) and with_.recursive and isinstance(cte.this, exp.SetOperation)):
             continue
@@ -247,7 +267,7 @@ def function_name(node: Any) -> str:
 
 
 # -- 2. table references to catalog relations ------------------------------------------------------------
-def _resolve_tables(tree: Any, scopes: list[Any], written: dict[int, tuple[Name, ...]], run: _Analysis) -> None:
+def _resolve_tables(tables: list[Any], scopes: list[Any], written: dict[int, tuple[Name, ...]], run: _Analysis) -> None:
     """Tie every table reference that is not a CTE to a catalog relation, and rename it ``_r<n>``
     (keeping the name it is known by as its alias) so that qualification sees the canonical columns."""
     from sqlglot import exp
@@ -263,7 +283,7 @@ def _resolve_tables(tree: Any, scopes: list[Any], written: dict[int, tuple[Name,
             elif source is table or any(s is table for s in scope.sources.values()):
                 accounted.add(id(table))
                 real[id(table)] = table
-    for table in tree.find_all(exp.Table):
+    for table in tables:
         if id(table) not in accounted and not isinstance(table.parent, exp.JoinHint):
             run.add(_UNREADABLE)  # a relation in a place the scopes do not cover
             return
