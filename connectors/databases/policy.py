@@ -184,11 +184,13 @@ class Hidden:
         """A relation by its catalog name (as blocks and resource ids give it): exact, in ``schema`` or
         the first schema of the search path that has it."""
         schemas = [schema] if schema else self.search_path(None)
-        found = self.relations({name}, set(schemas))
+        found = [r for r in self.relations({name}, set(schemas)) if r.name == name]
         for candidate_schema in schemas:
-            for relation in found:
-                if relation.schema == candidate_schema and relation.name == name:
-                    return relation
+            exact = [r for r in found if r.schema == candidate_schema]
+            # A database named in another case than the catalog's (MySQL with lower_case_table_names).
+            folded = [r for r in found if r.schema.lower() == candidate_schema.lower()]
+            if exact or len(folded) == 1:
+                return (exact or folded)[0]
         return None
 
     def preload(self, schema: str | None, names: Iterable[str]) -> None:
