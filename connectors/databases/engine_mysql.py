@@ -752,25 +752,25 @@ class MysqlConnection(Connection):
         if not wanted:
             return []
         # TABLE_SCHEMA as written: MariaDB opens only those databases (a LOWER() would open every one).
-        # Two reads, not a join: joining information_schema tables costs ten times more (measured).
+        # A UNION, not a join: joining information_schema tables costs ten times more (measured).
         where = (
             f"TABLE_SCHEMA IN ({', '.join('%s' for _ in databases)}) "
             f"AND LOWER(TABLE_NAME) IN ({', '.join('%s' for _ in wanted)})"
         )
-        kinds = {
-            (_text(schema), _text(name)): "view" if "VIEW" in _text(table_type).upper() else "table"
-            for schema, name, table_type in self._read(
-                f"SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE {where}",
-                (*databases, *wanted),
-            )
-        }
+        rows = self._read(
+            f"SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, NULL, 0 FROM information_schema.TABLES WHERE {where} "
+            f"UNION ALL SELECT TABLE_SCHEMA, TABLE_NAME, NULL, COLUMN_NAME, ORDINAL_POSITION "
+            f"FROM information_schema.COLUMNS WHERE {where} ORDER BY 1, 2, 5",
+            (*databases, *wanted, *databases, *wanted),
+        )
+        kinds: dict[tuple[str, str], str] = {}
         columns: dict[tuple[str, str], list[str]] = {}
-        for schema, name, column in self._read(
-            f"SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE {where} "
-            "ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
-            (*databases, *wanted),
-        ):
-            columns.setdefault((_text(schema), _text(name)), []).append(_text(column))
+        for schema, name, table_type, column, _position in rows:
+            key = (_text(schema), _text(name))
+            if column is None:
+                kinds[key] = "view" if "VIEW" in _text(table_type).upper() else "table"
+            else:
+                columns.setdefault(key, []).append(_text(column))
         return [
             Relation(schema, name, kind, tuple(columns.get((schema, name), ())))
             for (schema, name), kind in kinds.items()
