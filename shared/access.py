@@ -36,7 +36,7 @@ def config_properties(read_tool: str, write_tool: str) -> dict[str, JsonObject]:
             "type": "string",
             "title": "Per-table access",
             "description": 'JSON list of {"pattern": "<regex>", "mode": "onlyRead" | "readAndOnlyAdd"}; the first '
-            "pattern matching the table (or its qualified name) wins.",
+            "pattern matching (whole, ignoring case) the table's name, bare or qualified, wins.",
             "contentMediaType": "application/json",
         },
     }

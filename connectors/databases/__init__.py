@@ -107,9 +107,10 @@ CONFIG_SCHEMA = {
         "hidden": {
             "type": "string",
             "title": "Hidden tables and columns",
-            "description": 'JSON list of regexes matched against "table", "schema.table", "table.column" and '
-            '"schema.table.column", for example ["customers\\\\.email", ".*\\\\.ssn"]. Hidden data never reaches '
-            "the model or the host, and queries that use it are refused.",
+            "description": 'JSON list of regexes matched (whole, ignoring case) against "table", "schema.table", '
+            '"table.column" and "schema.table.column" (on SQLite and MySQL the database is the schema), for example '
+            '["customers\\\\.email", ".*\\\\.ssn"]. Hidden data never reaches the model or the host, and queries '
+            "that use it anywhere, under any name, are refused.",
             "contentMediaType": "application/json",
         },
         "statement_timeout_s": {

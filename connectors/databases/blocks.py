@@ -17,7 +17,7 @@ from shared.values import parse_temporal_string
 
 from .access import describe_value, locate, qualified, with_connection
 from .engine import MIN_COUNT_S, ColumnInfo, Connection, Engine, Location, TableInfo
-from .policy import Policy
+from .policy import Hidden, Policy
 
 MAX_TABLES = 25
 COUNT_BUDGET_S = 2.0  # all the row counts of one block together
@@ -51,7 +51,7 @@ class _Scope:
     def __init__(
         self, engine: Engine, conn: Connection, location: Location, policy: Policy, budget_s: float = 0
     ) -> None:
-        self.conn, self.location, self.policy = conn, location, policy
+        self.conn, self.location = conn, location
         self.schema = location.schema
         # At database level an engine with schemas names its tables "schema.table".
         self.qualified_names = engine.has_schemas and location.schema is None
@@ -63,8 +63,14 @@ class _Scope:
                 raise ResourceNotFound(f"No table '{location.table}'. Call autocontext without arguments.")
         else:
             infos = conn.tables(location.schema, budget_s)
-        hidden = policy.on(conn, engine)
-        self.tables: list[TableInfo] = [t for t in infos if not hidden.table(*self.split(t.name), kind=t.kind)]
+        self.hidden = hidden = policy.on(conn, engine)
+        by_schema: dict[str | None, list[str]] = {}
+        for info in infos:
+            schema, table = self.split(info.name)
+            by_schema.setdefault(schema, []).append(table)
+        for schema, tables in by_schema.items():
+            hidden.preload(schema, tables)
+        self.tables: list[TableInfo] = [t for t in infos if not hidden.table(*self.split(t.name))]
 
     def split(self, name: str) -> tuple[str | None, str]:
         """(schema, table) of a catalog name, which is schema-qualified at database level."""
@@ -75,7 +81,7 @@ class _Scope:
 
     def columns(self, name: str) -> list[ColumnInfo]:
         schema, table = self.split(name)
-        return self.policy.visible_columns(schema, table, self.conn.columns(schema, table))
+        return self.hidden.visible(schema, table, self.conn.columns(schema, table))
 
 
 async def _run(ref: ResourceRef, ctx: CallContext, read: Any) -> Any:
@@ -89,7 +95,9 @@ async def fetch_schemas(ref: ResourceRef, ctx: CallContext) -> Any:
         out = []
         hidden = policy.on(conn, engine)
         for schema in conn.schemas() if engine.has_schemas else [None]:
-            tables = [t for t in conn.tables(schema, 0) if not hidden.table(schema, t.name, kind=t.kind)]
+            listed = conn.tables(schema, 0)
+            hidden.preload(schema, [t.name for t in listed])
+            tables = [t for t in listed if not hidden.table(schema, t.name)]
             out.append({"schema": schema or location.database, "tables": len(tables)})
         return out
 
@@ -130,7 +138,7 @@ async def fetch_table_schemas(ref: ResourceRef, ctx: CallContext) -> Any:
             described: dict[str, Any] = {"table": info.name, "columns": columns}
             if info.comment:
                 described["comment"] = info.comment
-            keys = _visible_keys(conn, policy, schema, table, scope.qualified_names)
+            keys = _visible_keys(conn, scope.hidden, schema, table, scope.qualified_names)
             if keys:
                 described["foreign_keys"] = keys
             out.append(described)
@@ -140,18 +148,18 @@ async def fetch_table_schemas(ref: ResourceRef, ctx: CallContext) -> Any:
 
 
 def _visible_keys(
-    conn: Connection, policy: Policy, schema: str | None, table: str, qualify: bool = False
+    conn: Connection, hidden: Hidden, schema: str | None, table: str, qualify: bool = False
 ) -> list[dict[str, Any]]:
     """Foreign keys that touch no hidden table or column; ``qualify`` names every target schema.table
     (database-level blocks name their tables that way)."""
     keys = []
     for key in conn.foreign_keys(schema, table):
         ref_schema = key.ref_schema or schema
-        if policy.table_hidden(ref_schema, key.ref_table):
+        if hidden.table(ref_schema, key.ref_table):
             continue
-        if any(policy.column_hidden(schema, table, c) for c in key.columns):
+        if any(hidden.column_hidden(schema, table, c) for c in key.columns):
             continue
-        if any(policy.column_hidden(ref_schema, key.ref_table, c) for c in key.ref_columns):
+        if any(hidden.column_hidden(ref_schema, key.ref_table, c) for c in key.ref_columns):
             continue
         if qualify or (key.ref_schema and key.ref_schema != schema):
             target = qualified(ref_schema, key.ref_table)
@@ -256,7 +264,7 @@ async def fetch_relationships(ref: ResourceRef, ctx: CallContext) -> Any:
         edges = []
         for info in scope.tables[: MAX_TABLES * 4]:
             schema, table = scope.split(info.name)
-            for key in _visible_keys(conn, policy, schema, table, scope.qualified_names):
+            for key in _visible_keys(conn, scope.hidden, schema, table, scope.qualified_names):
                 source = ", ".join(f"{info.name}.{c}" for c in key["columns"])
                 target = ", ".join(f"{key['references']}.{c}" for c in key["referenced_columns"])
                 edges.append(f"{source} → {target}")

@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -74,6 +74,19 @@ class ForeignKey:
     ref_table: str
     ref_columns: tuple[str, ...]
     ref_schema: str | None = None
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A table or view as the catalog names it, with its columns in order: what a name in a query
+    resolves to. ``schema`` is the database on MySQL and ``main`` on SQLite."""
+
+    schema: str
+    name: str
+    kind: str  # "table" or "view"
+    columns: tuple[str, ...]
+    # "schema.table" of the tables whose rows it holds too (PostgreSQL partitions and inheritance).
+    parents: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -225,6 +238,17 @@ class Connection(ABC):
 
     # -- what the `hidden` rules must see through -------------------------------------------------
     @abstractmethod
+    def find_relations(self, names: Collection[str], schemas: Collection[str]) -> list[Relation]:
+        """Every table and view whose name matches one of ``names`` ignoring letter case, with its
+        canonical names and columns. ``schemas`` are the schemas a query names (as written) plus
+        its search path; an engine may return matches from other schemas too."""
+
+    @abstractmethod
+    def search_path(self, schema: str | None) -> list[str]:
+        """The schemas, in order, where an unqualified name is looked up by a query that runs with
+        ``schema`` as its default (None: the connection's own default)."""
+
+    @abstractmethod
     def view_sql(self, schema: str | None, name: str) -> str | None:
         """The defining query of a view or materialized view; ``""`` when this login may not read
         it, None when ``name`` is not a view."""
@@ -260,6 +284,9 @@ class Engine(ABC):
     # source with `hidden` data refuses queries on it: statistics views hold column values.
     catalog_schemas: ClassVar[frozenset[str]] = frozenset()
     catalog_prefixes: ClassVar[tuple[str, ...]] = ()
+    # Functions that read the catalog (names, comments, definitions), refused with `hidden` data like
+    # every function whose name starts with one of the catalog prefixes (pg_get_viewdef).
+    catalog_functions: ClassVar[frozenset[str]] = frozenset()
 
     @abstractmethod
     def identify(self, credentials: dict[str, Any]) -> Principal:

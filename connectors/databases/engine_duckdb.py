@@ -34,10 +34,10 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import duckdb
 
@@ -63,11 +63,14 @@ from .engine import (
     FileEngine,
     ForeignKey,
     QueryOutcome,
+    Relation,
     TableInfo,
     TimeBudgetExceeded,
     database_name,
     validate_path,
 )
+
+T = TypeVar("T")
 
 # Names ending in ``*`` are families (see shared.sql): extensions add readers to them (read_xlsx,
 # iceberg_metadata, st_read_meta), and extension autoloading is off but a file may have them loaded.
@@ -259,6 +262,7 @@ class Database(Connection):
         if cancelled is not None:
             self.cancelled = cancelled
         self._schema: str | None = None
+        self._catalog: dict[tuple[str, ...], Any] = {}  # catalog reads for `hidden`; see _remembered
         _make_room(self.key, write)
         settings = {**_SETTINGS, "temp_directory": _spill_directory(self.key)}
         try:
@@ -425,17 +429,56 @@ class Database(Connection):
             return (estimate, True) if kind == "table" else (None, True)
         return int(row[0]) if row else 0, False
 
-    def view_sql(self, schema: str | None, name: str) -> str | None:
+    def _remembered(self, key: tuple[str, ...], read: Callable[[], T]) -> T:
+        """A catalog read, once per read-only connection: while one is open no process may write the
+        file (DuckDB's lock), nor this one (the pool closes its readers before a write), so the
+        catalog cannot change under it. Listing functions alone takes 10 ms or more."""
+        if self.write:
+            return read()
+        if key not in self._catalog:
+            self._catalog[key] = read()
+        return cast(T, self._catalog[key])
+
+    def find_relations(self, names: Collection[str], schemas: Collection[str]) -> list[Relation]:
+        wanted = sorted({name.lower() for name in names})
+        if not wanted:
+            return []
+        return self._remembered(("relations", *wanted), lambda: self._relations(wanted))
+
+    def _relations(self, wanted: list[str]) -> list[Relation]:
         rows = self.rows(
-            "SELECT sql FROM duckdb_views() WHERE database_name = current_database() AND NOT internal "
-            "AND schema_name = ? AND view_name = ?",
-            [self._schema_of(schema), name],
+            "SELECT c.schema_name, c.table_name, v.view_name IS NOT NULL, list(c.column_name ORDER BY c.column_index) "
+            "FROM duckdb_columns() c LEFT JOIN duckdb_views() v ON v.database_name = c.database_name "
+            "AND v.schema_name = c.schema_name AND v.view_name = c.table_name "
+            "WHERE c.database_name = current_database() AND NOT c.internal AND lower(c.table_name) IN "
+            f"({', '.join('?' for _ in wanted)}) GROUP BY ALL ORDER BY 1, 2",
+            wanted,
         )
-        return str(rows[0][0] or "") if rows else None
+        return [
+            Relation(str(schema), str(name), "view" if is_view else "table", tuple(str(c) for c in columns))
+            for schema, name, is_view, columns in rows
+        ]
+
+    def search_path(self, schema: str | None) -> list[str]:
+        return [schema or "main"]  # stream() resets the search path to DuckDB's default without a schema
+
+    def view_sql(self, schema: str | None, name: str) -> str | None:
+        def read() -> str | None:
+            rows = self.rows(
+                "SELECT sql FROM duckdb_views() WHERE database_name = current_database() AND NOT internal "
+                "AND schema_name = ? AND view_name = ?",
+                [self._schema_of(schema), name],
+            )
+            return str(rows[0][0] or "") if rows else None
+
+        return self._remembered(("view", self._schema_of(schema), name), read)
 
     def user_functions(self) -> frozenset[str]:
-        rows = self.rows("SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE NOT internal")
-        return frozenset(str(r[0]) for r in rows)
+        def read() -> frozenset[str]:
+            rows = self.rows("SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE NOT internal")
+            return frozenset(str(r[0]) for r in rows)
+
+        return self._remembered(("functions",), read)
 
     def _schema_of(self, schema: str | None) -> str:
         return schema if schema is not None else self._schema or "main"
@@ -625,7 +668,9 @@ class DuckdbEngine(FileEngine):
     dialect = "duckdb"
     has_schemas = True
     catalog_schemas = frozenset({"information_schema", "pg_catalog"})
-    catalog_prefixes = ("duckdb_", "pragma_", "sqlite_")
+    # pg_catalog's views (pg_class, pg_attribute…) resolve unqualified in DuckDB too.
+    catalog_prefixes = ("duckdb_", "pragma_", "sqlite_", "pg_")
+    catalog_functions = frozenset({"obj_description", "col_description", "format_type", "current_schemas"})
     text_types = ("char", "text", "string", "enum")
     forbidden_functions = FORBIDDEN_FUNCTIONS
     forbidden_relations = FORBIDDEN_RELATIONS

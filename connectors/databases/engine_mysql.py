@@ -42,7 +42,7 @@ import re
 import ssl
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -78,6 +78,7 @@ from .engine import (
     Engine,
     ForeignKey,
     QueryOutcome,
+    Relation,
     TableInfo,
     TimeBudgetExceeded,
 )
@@ -744,6 +745,39 @@ class MysqlConnection(Connection):
                 )
             )
         return out
+
+    def find_relations(self, names: Collection[str], schemas: Collection[str]) -> list[Relation]:
+        wanted = sorted({name.lower() for name in names})
+        databases = sorted({self.database, *schemas})
+        if not wanted:
+            return []
+        # TABLE_SCHEMA as written: MariaDB opens only those databases (a LOWER() would open every one).
+        # A UNION, not a join: joining information_schema tables costs ten times more (measured).
+        where = (
+            f"TABLE_SCHEMA IN ({', '.join('%s' for _ in databases)}) "
+            f"AND LOWER(TABLE_NAME) IN ({', '.join('%s' for _ in wanted)})"
+        )
+        rows = self._read(
+            f"SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, NULL, 0 FROM information_schema.TABLES WHERE {where} "
+            f"UNION ALL SELECT TABLE_SCHEMA, TABLE_NAME, NULL, COLUMN_NAME, ORDINAL_POSITION "
+            f"FROM information_schema.COLUMNS WHERE {where} ORDER BY 1, 2, 5",
+            (*databases, *wanted, *databases, *wanted),
+        )
+        kinds: dict[tuple[str, str], str] = {}
+        columns: dict[tuple[str, str], list[str]] = {}
+        for schema, name, table_type, column, _position in rows:
+            key = (_text(schema), _text(name))
+            if column is None:
+                kinds[key] = "view" if "VIEW" in _text(table_type).upper() else "table"
+            else:
+                columns.setdefault(key, []).append(_text(column))
+        return [
+            Relation(schema, name, kind, tuple(columns.get((schema, name), ())))
+            for (schema, name), kind in kinds.items()
+        ]
+
+    def search_path(self, schema: str | None) -> list[str]:
+        return [schema or self.database]
 
     def view_sql(self, schema: str | None, name: str) -> str | None:
         rows = self._read(

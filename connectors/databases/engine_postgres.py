@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import psycopg
@@ -56,6 +56,7 @@ from .engine import (
     Engine,
     ForeignKey,
     QueryOutcome,
+    Relation,
     TableInfo,
     TimeBudgetExceeded,
 )
@@ -265,10 +266,16 @@ class PostgresConnection(Connection):
         if schema:
             cursor.execute("SELECT set_config('search_path', %s, true)", (sql.Identifier(schema).as_string(cursor),))
 
-    def _read(self, query: str | sql.Composed, params: Sequence[Any] = (), budget_s: float = 30) -> list[Any]:
+    def _read(
+        self, query: str | sql.Composed, params: Sequence[Any] = (), budget_s: float = 30, qualify_all: bool = False
+    ) -> list[Any]:
+        """Rows of one catalog read in its own rolled-back transaction; ``qualify_all`` empties the
+        search path first, so that names the server prints (pg_get_viewdef) carry their schema."""
         try:
             with self._conn.cursor() as cursor:
                 self._begin(cursor, budget_s)
+                if qualify_all:
+                    cursor.execute("SELECT set_config('search_path', '', true)")
                 cursor.execute(query, params)
                 return list(cursor.fetchall())
         finally:
@@ -344,11 +351,37 @@ class PostgresConnection(Connection):
                                  comment=comment))  # fmt: skip
         return out
 
+    def find_relations(self, names: Collection[str], schemas: Collection[str]) -> list[Relation]:
+        rows = self._read(
+            "SELECT n.nspname, c.relname, c.relkind IN ('v', 'm'), ARRAY(SELECT a.attname FROM pg_attribute a "
+            "WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum), "
+            "ARRAY(WITH RECURSIVE up(oid) AS (SELECT inhparent FROM pg_inherits WHERE inhrelid = c.oid UNION "
+            "SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.oid) SELECT pn.nspname || '.' || "
+            "pc.relname FROM up JOIN pg_class pc ON pc.oid = up.oid JOIN pg_namespace pn ON pn.oid = pc.relnamespace) "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND lower(c.relname) = ANY(%s) "
+            "AND n.nspname !~ '^pg_' AND n.nspname <> 'information_schema' ORDER BY 1, 2",
+            (sorted({name.lower() for name in names}),),
+        )
+        return [
+            Relation(
+                str(schema), str(name), "view" if is_view else "table", tuple(str(c) for c in columns),
+                tuple(str(p) for p in parents),
+            )
+            for schema, name, is_view, columns, parents in rows
+        ]  # fmt: skip
+
+    def search_path(self, schema: str | None) -> list[str]:
+        if schema:
+            return [schema]  # stream() sets the search path to the schema alone
+        return [str(row[0]) for row in self._read("SELECT unnest(current_schemas(false))")]
+
     def view_sql(self, schema: str | None, name: str) -> str | None:
         rows = self._read(
             "SELECT c.relkind IN ('v', 'm'), CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END "
             "FROM pg_class c WHERE c.oid = to_regclass(format('%%I.%%I', %s::text, %s::text))",
             (schema or "public", name),
+            qualify_all=True,
         )
         if not rows or not rows[0][0]:
             return None
@@ -461,6 +494,16 @@ class PostgresConnection(Connection):
         return count, created
 
 
+# Catalog readers outside the pg_ prefix: comments, type and object names, privileges by name.
+CATALOG_FUNCTIONS = frozenset({
+    "obj_description", "col_description", "shobj_description", "format_type", "to_regclass", "to_regtype",
+    "to_regproc", "to_regprocedure", "to_regoper", "to_regoperator", "to_regnamespace", "to_regrole",
+    "to_regcollation", "has_table_privilege", "has_column_privilege", "has_any_column_privilege",
+    "current_schemas", "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
+    "database_to_xml", "query_to_xml", "cursor_to_xml",
+})  # fmt: skip
+
+
 class PostgresEngine(Engine):
     name = "postgres"
     title = "PostgreSQL"
@@ -468,6 +511,7 @@ class PostgresEngine(Engine):
     has_schemas = True
     catalog_schemas = frozenset({"pg_catalog", "information_schema"})
     catalog_prefixes = ("pg_",)  # pg_catalog comes first in every search_path
+    catalog_functions = CATALOG_FUNCTIONS
     text_types = ("char", "text", "citext")
     forbidden_functions = FORBIDDEN_FUNCTIONS
     forbidden_relations = FORBIDDEN_RELATIONS

@@ -21,7 +21,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from .engine import (
     FileEngine,
     ForeignKey,
     QueryOutcome,
+    Relation,
     TableInfo,
     TimeBudgetExceeded,
     database_name,
@@ -297,6 +298,18 @@ class Database(Connection):
             ).fetchall()
         return [(r[0], int(r[1])) for r in rows]
 
+    def find_relations(self, names: Collection[str], schemas: Collection[str]) -> list[Relation]:
+        # One schema ("main"): ATTACH is refused and the temp schema cannot hold anything here.
+        wanted = {name.lower() for name in names}
+        return [
+            Relation("main", name, kind, tuple(c.name for c in self.columns(None, name)))
+            for name, kind in self.table_kinds()
+            if name.lower() in wanted
+        ]
+
+    def search_path(self, schema: str | None) -> list[str]:
+        return ["main"]
+
     def view_sql(self, schema: str | None, name: str) -> str | None:
         row = self.conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'view' AND name = ?", (name,)).fetchone()
         return None if row is None else str(row[0] or "")
@@ -349,7 +362,7 @@ class SqliteEngine(FileEngine):
     dialect = "sqlite"
     has_schemas = False
     forbidden_functions = FORBIDDEN_FUNCTIONS
-    catalog_prefixes = ("sqlite_",)
+    catalog_prefixes = ("sqlite_", "pragma_")  # pragma_table_info reads as a table without arguments too
 
     def connect(self, credentials: dict[str, Any], database: str | None, write: bool = False) -> Connection:
         return Database(str(credentials["path"]), write=write)

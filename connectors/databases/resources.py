@@ -79,10 +79,11 @@ async def check(ref: ResourceRef, ctx: CallContext) -> None:
             raise _missing("schema", ref, [format_id([location.database, s]) for s in conn.schemas()])
         if location.table is not None:
             hidden = policy.on(conn, engine)
-            kinds = {t.name: t.kind for t in conn.tables(location.schema, 0)}
-            if location.table not in kinds or hidden.table(location.schema, location.table, kinds[location.table]):
+            names = [t.name for t in conn.tables(location.schema, 0)]
+            hidden.preload(location.schema, names)
+            if location.table not in names or hidden.table(location.schema, location.table):
                 prefix = [location.database] + ([location.schema] if location.schema else [])
-                visible = [n for n, kind in kinds.items() if not hidden.table(location.schema, n, kind)]
+                visible = [n for n in names if not hidden.table(location.schema, n)]
                 raise _missing("table", ref, [format_id([*prefix, n]) for n in visible])
 
     await with_connection(ctx, location.database, verify)
@@ -115,8 +116,10 @@ async def list_resources(ctx: CallContext) -> list[ResourceSummary]:
                 out.append({"resource_id": format_id([conn.database, schema]), "name": schema, "group": conn.database})
         elif len(databases) == 1:
             hidden = policy.on(conn, engine)
-            for table in conn.tables(None, 0):
-                if not hidden.table(None, table.name, table.kind):
+            tables = conn.tables(None, 0)
+            hidden.preload(None, [t.name for t in tables])
+            for table in tables:
+                if not hidden.table(None, table.name):
                     out.append(
                         {
                             "resource_id": format_id([conn.database, table.name]),

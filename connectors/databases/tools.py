@@ -12,7 +12,9 @@ from shared.access import require_known_columns
 
 from .access import locate, with_connection
 from .blocks import COUNT_BUDGET_S, policy_of
-from .engine import Connection, QueryOutcome
+from .engine import Connection, Engine, QueryOutcome, Relation
+from .policy import Hidden, Policy, relation_names
+from .resolve import ALL
 
 _SQL_IN_DESCRIPTION = 300
 DEFAULT_TIMEOUT_S = 300
@@ -27,14 +29,23 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
     policy = policy_of(ctx)
     deadline = time.monotonic() + float(ctx.config["statement_timeout_s"])  # one for the whole call
 
+    approved: list[Hidden] = []  # the `hidden` check of a query it let through
+
     def run(conn: Connection) -> tuple[Any, list[str], QueryOutcome]:
         checked = engine.check_sql(sql)  # the parser layer, before the engine's own layers
-        policy.on(conn, engine).check_query(checked, location.schema)
+        hidden = policy.on(conn, engine)
+        hidden.check_query(checked, location.schema)
+        approved.append(hidden)
         writer = ctx.table()  # stops at max_rows or max_result_bytes, with its warning
         outcome = conn.stream(sql, writer, schema=location.schema, timeout_s=deadline - time.monotonic())
         return writer.finish(), checked.dates, outcome
 
-    table, dates, outcome = await with_connection(ctx, location.database, run)
+    try:
+        table, dates, outcome = await with_connection(ctx, location.database, run)
+    except Exception as exc:
+        if approved and approved[0].names_hidden_data(exc):
+            raise approved[0].refusal_for_named_error() from None
+        raise
     source: dict[str, Any] = {"engine": engine.name, "database": location.database}
     if location.schema:
         source["schema"] = location.schema
@@ -66,12 +77,13 @@ async def describe_table(arguments: dict[str, Any], ctx: CallContext) -> Info:
         from .blocks import _visible_keys
 
         infos = conn.tables(location.schema, COUNT_BUDGET_S, only=table)
-        if not infos or policy.on(conn, engine).table(location.schema, table, kind=infos[0].kind):
+        hidden = policy.on(conn, engine)
+        if not infos or hidden.table(location.schema, table):
             from shared import ResourceNotFound
 
             raise ResourceNotFound(f"No table {ref.id}. Call autocontext with the database to list its tables.")
         info = infos[0]
-        visible = policy.visible_columns(location.schema, table, conn.columns(location.schema, table))
+        visible = hidden.visible(location.schema, table, conn.columns(location.schema, table))
         columns = []
         for column in visible:
             entry: dict[str, Any] = {"name": column.name, "type": column.type or "ANY", "nullable": column.nullable}
@@ -87,7 +99,7 @@ async def describe_table(arguments: dict[str, Any], ctx: CallContext) -> Info:
         primary = [c.name for c in visible if c.primary_key]
         if primary:
             described["primary_key"] = primary
-        keys = _visible_keys(conn, policy, location.schema, table)
+        keys = _visible_keys(conn, hidden, location.schema, table)
         if keys:
             described["foreign_keys"] = keys
         return described
@@ -101,23 +113,31 @@ async def insert_rows(arguments: dict[str, Any], ctx: CallContext) -> Info:
     engine, location = locate(ctx, ref)
     policy = policy_of(ctx)
     assert location.table is not None
-    table = location.table
-    if policy.table_hidden(location.schema, table):
-        raise InvalidArguments(f"{ref.id} is hidden by the source configuration; it cannot be written either.")
-    policy.require("readAndOnlyAdd", location.schema, table)
+    # A first refusal by the name as given, before the host table is read; the names the catalog
+    # resolves the target to are checked again on the connection that writes.
+    _require_writable(policy, relation_names(engine, location.database, location.schema, location.table), ref.id)
     source = await ctx.read_table(str(arguments["table_ref"]))
     headers = source.columns
     names = [h["name"] for h in headers]
-    hidden = [n for n in names if policy.column_hidden(location.schema, table, n)]
-    if hidden:
-        raise InvalidArguments(f"Column(s) {', '.join(hidden)} of {ref.id} are hidden; drop them from the host table.")
 
     def write(conn: Connection) -> tuple[int, bool]:
-        existing = [c.name for c in conn.columns(location.schema, table)] if _exists(conn, location, table) else None
-        if existing is not None:
-            require_known_columns(names, existing, ref.id)
+        hidden = policy.on(conn, engine)
+        schema, table, target = _target(conn, hidden, engine, location.schema, location.table or "", ref.id)
+        _require_writable(policy, hidden.names(target) if target else relation_names(
+            engine, location.database, schema, table), ref.id)  # fmt: skip
+        if target is not None:
+            # Hidden columns read as absent: the error lists only the columns this source shows.
+            require_known_columns(names, hidden.visible_columns(target), ref.id)
+        else:
+            given = relation_names(engine, location.database, schema, table)
+            hidden_names = [n for n in names if policy.column_hidden(given, n)]
+            if hidden_names:
+                raise InvalidArguments(
+                    f"Column(s) {', '.join(hidden_names)} of {ref.id} are hidden by the source configuration; drop "
+                    "them from the host table."
+                )
         rows = ([row.get(n) for n in names] for row in source.rows)
-        return conn.insert(location.schema, table, headers, rows, create=existing is None)
+        return conn.insert(schema, table, headers, rows, create=target is None)
 
     inserted, created = await with_connection(ctx, location.database, write, write=True)
     verb = "Created" if created else "Appended to"
@@ -134,8 +154,45 @@ async def insert_rows(arguments: dict[str, Any], ctx: CallContext) -> Info:
     )
 
 
-def _exists(conn: Connection, location: Any, table: str) -> bool:
-    return bool(conn.tables(location.schema, 0, only=table))
+def _require_writable(policy: Policy, names: list[str], shown: str) -> None:
+    if policy.table_hidden(names):
+        raise InvalidArguments(f"{shown} is hidden by the source configuration; it cannot be written either.")
+    policy.require("readAndOnlyAdd", names)
+
+
+def _target(
+    conn: Connection, hidden: Hidden, engine: Engine, schema: str | None, table: str, shown: str
+) -> tuple[str, str, Relation | None]:
+    """The canonical (schema, table) an insert writes to, and the existing table (None: it is created).
+
+    The catalog decides, ignoring letter case as the engine does: SQLite and DuckDB write ``CUSTOMERS``
+    into ``customers``, so the rules must see ``customers``. On PostgreSQL and MySQL a name that
+    differs only in case from an existing table is refused rather than guessed. Views (updatable
+    ones write into their base tables) and other relations that are not tables are refused."""
+    schema = schema or hidden.search_path(None)[0]
+    candidates = [
+        r
+        for r in hidden.relations({table}, {schema})
+        if r.schema.lower() == schema.lower() and r.name.lower() == table.lower()
+    ]
+    exact = [r for r in candidates if r.schema == schema and r.name == table]
+    if exact or (candidates and engine.name in ("sqlite", "duckdb")):
+        target = (exact or candidates)[0]
+    elif candidates:
+        raise InvalidArguments(
+            f"{shown} differs only in letter case from an existing table, and this engine tells them apart: pass the "
+            "table's exact name as resource_id (autocontext lists the tables), or a clearly different name."
+        )
+    else:
+        return schema, table, None
+    if hidden.hidden_columns(target) is ALL:
+        raise InvalidArguments(f"{shown} is hidden by the source configuration; it cannot be written either.")
+    if target.kind != "table":
+        raise InvalidArguments(
+            f"{shown} is a view: insert_rows appends to tables only. Pass a table as resource_id (autocontext lists "
+            "the tables and their types)."
+        )
+    return target.schema, target.name, target
 
 
 SQL_DESCRIPTION = "One SELECT (or WITH … SELECT). {{start_date}} and {{end_date}} mark the date window."

@@ -40,8 +40,6 @@ KNOWN_REFUSALS: dict[str, dict[str, str]] = {
     "duckdb": {},
     "postgres": {},
     "mariadb": {
-        # The `hidden` check refuses every table function outside its short list of value functions.
-        "q44_tags_from_json_array": "The query reads the table function j_s_o_n_table(); this source hides some data",
         # sqlglot's MySQL dialect does not parse MariaDB's LIMIT inside GROUP_CONCAT.
         "q52_nations_per_region": "The SQL has a syntax error at line 2, column 79",
     },
