@@ -183,8 +183,8 @@ class FunctionRules:
         return written in extra or name in extra
 
 
-def _refuse_function(parts: tuple[str, ...], extra: Collection[str]) -> ReadOnlyViolation:
-    name = ".".join(parts)
+def _refuse_function(parts: tuple[str, ...], quoted: bool, extra: Collection[str]) -> ReadOnlyViolation:
+    name = ".".join((*(p.lower() for p in parts[:-1]), parts[-1] if quoted else parts[-1].lower()))
     why = (
         "a name qualified by a schema or database calls a stored function, not a built-in one"
         if len(parts) > 1
@@ -301,7 +301,7 @@ def _one_query(engine: Any, tokens: list[Any], sql: str, functions: FunctionRule
         # allow-list is named as such, since fixing the syntax would not make it run.
         call = _disallowed_call(tokens, functions)
         if call is not None:
-            raise _refuse_function(call, functions.extra) from None
+            raise _refuse_function(*call, functions.extra) from None
         raise _unparsable(exc, sql, tokens) from None
     # A comment after the last ";" parses as a Semicolon node: it is not a statement.
     statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
@@ -319,7 +319,7 @@ def _one_query(engine: Any, tokens: list[Any], sql: str, functions: FunctionRule
     return statements[0]
 
 
-def _disallowed_call(tokens: list[Any], functions: FunctionRules) -> tuple[str, ...] | None:
+def _disallowed_call(tokens: list[Any], functions: FunctionRules) -> tuple[tuple[str, ...], bool] | None:
     """The first name followed by "(" that is not an allowed function, in SQL that does not parse
     (a name after AS is an alias with its column list, not a call)."""
     from sqlglot import TokenType
@@ -335,8 +335,9 @@ def _disallowed_call(tokens: list[Any], functions: FunctionRules) -> tuple[str, 
         while before >= 2 and tokens[before - 1].token_type == TokenType.DOT:
             parts.insert(0, tokens[before - 2].text)
             before -= 2
-        if not functions.allows(tuple(parts), token.token_type == TokenType.IDENTIFIER):
-            return tuple(parts)
+        quoted = token.token_type == TokenType.IDENTIFIER
+        if not functions.allows(tuple(parts), quoted):
+            return tuple(parts), quoted
     return None
 
 
@@ -572,12 +573,12 @@ def _check_functions(calls: list[tuple[tuple[str, ...], bool]], tree: Any, funct
 
     for parts, quoted in calls:
         if not functions.allows(parts, quoted):
-            raise _refuse_function(parts, functions.extra)
+            raise _refuse_function(parts, quoted, functions.extra)
     for node in tree.find_all(exp.Anonymous, exp.AnonymousAggFunc):
-        name = node.this if isinstance(node.this, exp.Identifier) else None
+        quoted = isinstance(node.this, exp.Identifier) and node.this.quoted
         parts = (node.name,)
-        if not functions.allows(parts, bool(name and name.quoted)) and not any(p[-1] == node.name for p, _ in calls):
-            raise _refuse_function(parts, functions.extra)
+        if not functions.allows(parts, quoted) and not any(p[-1] == node.name for p, _ in calls):
+            raise _refuse_function(parts, quoted, functions.extra)
 
 
 # -- characters on which lexers disagree -------------------------------------------------------------

@@ -12,7 +12,8 @@ Read-only in depth (spec 10.4), on every read:
 3. the extended query protocol through a server-side (named) cursor: it accepts exactly one
    statement — verified: psycopg's simple protocol ran ``SELECT 1; COMMIT; DROP TABLE t``
    *inside* a read-only transaction;
-4. ``statement_timeout`` set per transaction, and a server-side cancel for cancelled calls.
+4. ``statement_timeout`` set per transaction, and a server-side cancel for cancelled calls;
+   ``standard_conforming_strings`` on, so the server reads string literals as layer 1 does.
 
 Rows stream from the server-side cursor, so memory stays flat on large results.
 """
@@ -151,6 +152,9 @@ class PostgresConnection(Connection):
 
     def _begin(self, cursor: psycopg.Cursor[Any], timeout_s: float, schema: str | None = None) -> None:
         cursor.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(max(int(timeout_s * 1000), 1))))
+        # The parser layer reads '…\' as a string ending in a backslash, and so must the server: with
+        # standard_conforming_strings off (a role or database setting) it would read an escaped quote.
+        cursor.execute("SET LOCAL standard_conforming_strings = on")
         if schema:
             cursor.execute("SELECT set_config('search_path', %s, true)", (sql.Identifier(schema).as_string(cursor),))
 
