@@ -549,8 +549,13 @@ def _checker_parser_class(parser_class: type, lambda_functions: frozenset[str]) 
             while before >= 2 and self._tokens[before - 1].token_type == TokenType.DOT:
                 parts.insert(0, self._tokens[before - 2].text)
                 before -= 2
+            quoted = head.token_type == TokenType.IDENTIFIER
+            if quoted:
+                # Written back as written: sqlglot would turn "Upper"(x) into UPPER(x), which on
+                # PostgreSQL is another function than the one named.
+                kwargs["anonymous"] = True
             mark = len(self._calls)
-            self._calls.append((index, tuple(parts), head.token_type == TokenType.IDENTIFIER))
+            self._calls.append((index, tuple(parts), quoted))
             self._callers.append(head.text.lower())
             try:
                 result = super()._parse_function_call(*args, **kwargs)
