@@ -460,7 +460,7 @@ def _regenerate(engine: Any, statement: Any) -> tuple[str, Any, list[tuple[tuple
 
     for hint in list(statement.find_all(exp.Hint)):
         hint.pop()  # optimizer hints (/*+ … */) only tune a plan; their text is not worth a risk
-    text = engine.generate(statement, **_GENERATE)
+    text = engine.generate(statement, copy=False, **_GENERATE)  # the tree as read is not used after this
     for _ in range(_REGENERATIONS):
         parser = _checker_parser(engine)
         try:
