@@ -127,6 +127,9 @@ class Database(Connection):
             if not write:
                 self.conn.execute("PRAGMA query_only = 1")
             self.conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+            # json_each and json_tree (on the allow-list) declare their virtual table on first use, which
+            # the authorizer reads as a write to sqlite_master: they are declared once before it is set.
+            self.conn.execute("SELECT 1 FROM json_each('[]'), json_tree('[]')").fetchall()
             self.conn.set_authorizer(_authorize if not write else self._authorize_write)
             self.conn.set_progress_handler(self._progress, _PROGRESS_STEPS)
             self.conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()  # fails on a non-database file

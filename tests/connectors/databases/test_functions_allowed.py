@@ -519,3 +519,16 @@ def test_realistic_analytics_sql_passes_the_allow_list(kind: str) -> None:
     engine = engine_for({"type": kind})
     for sql in REALISTIC[kind]:
         engine.check_sql(sql)  # raises, naming the function, on a false refusal
+
+
+async def test_sqlite_table_functions_on_the_list_run_under_the_authorizer(
+    files: dict[str, Path], in_process: Any, runtime_dirs: dict[str, str]
+) -> None:
+    """json_each declares its virtual table on first use, which SQLite's authorizer saw as a write."""
+    meta = {"credentials": {"type": "sqlite", "path": str(files["sqlite"])}, "autocontext_delivered": True}
+    sql = (
+        "SELECT e.value AS v, t.key AS k FROM json_each('[1, 2]') AS e, json_tree('{\"a\": 1}') AS t WHERE t.key = 'a'"
+    )
+    async with in_process(CONNECTOR, env=runtime_dirs) as host:
+        response = await host.call("execute_sql", {"resource_id": "shop", "sql": sql}, meta)
+    assert response.rows() == [{"v": 1, "k": "a"}, {"v": 2, "k": "a"}], response.error
