@@ -314,6 +314,12 @@ def _one_query(engine: Any, tokens: list[Any], sql: str, functions: FunctionRule
         if writes:
             raise _refuse(_statement_name(writes[0]), ", after another statement")
         raise ReadOnlyViolation(SEVERAL_STATEMENTS)
+    if isinstance(statements[0], exp.Pivot):
+        raise InvalidArguments(
+            "A PIVOT or UNPIVOT statement on its own is not run here: write it as a query, "
+            "SELECT * FROM (PIVOT … ON … USING …), or use conditional aggregates: "
+            "SUM(x) FILTER (WHERE year = 2024) AS y2024, or SUM(CASE WHEN year = 2024 THEN x END)."
+        )
     if writes:
         raise _refuse(_statement_name(statements[0]))
     return statements[0]

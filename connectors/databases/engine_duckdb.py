@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -627,10 +628,17 @@ def _open_error(exc: duckdb.Error) -> AcpError:
     return first_match(_OPEN_RULES, failure) or _CANNOT_OPEN.build(failure)
 
 
+def _dialect() -> str:
+    """sqlglot's DuckDB dialect for the installed DuckDB: what it writes changes with the version
+    (``a ~ 'x'`` matches anywhere from 2.0 on, the whole text before)."""
+    version = re.match(r"\d+\.\d+\.\d+", duckdb.__version__)
+    return f"duckdb, version={version.group()}" if version else "duckdb"
+
+
 class DuckdbEngine(FileEngine):
     name = "duckdb"
     title = "DuckDB"
-    dialect = "duckdb"
+    dialect = _dialect()
     has_schemas = True
     catalog_schemas = frozenset({"information_schema", "pg_catalog"})
     catalog_prefixes = ("duckdb_", "pragma_", "sqlite_")

@@ -773,3 +773,12 @@ def test_a_column_named_after_its_text_keeps_its_name(dialect: str, sql: str, ex
 
     rules = FunctionRules(builtin=frozenset({"count", "max", "min", "json_unquote", "json_extract"}))
     assert check(sql, dialect, rules, columns_named_by_text=dialect != "postgres").sql() == expected
+
+
+def test_a_pivot_statement_says_what_to_write_instead() -> None:
+    for sql in ("PIVOT t ON year USING sum(x)", "UNPIVOT t ON a, b INTO NAME k VALUE v"):
+        with pytest.raises(InvalidArguments) as info:
+            check_query_only(sql, "duckdb", RULES)
+        assert "SELECT * FROM (PIVOT" in info.value.message and "FILTER (WHERE" in info.value.message
+    text = _runs("SELECT * FROM (PIVOT t ON year USING sum(x) GROUP BY k)", "duckdb", RULES)
+    assert text == "SELECT * FROM (PIVOT t ON year USING SUM(x) GROUP BY k)"

@@ -532,3 +532,14 @@ async def test_sqlite_table_functions_on_the_list_run_under_the_authorizer(
     async with in_process(CONNECTOR, env=runtime_dirs) as host:
         response = await host.call("execute_sql", {"resource_id": "shop", "sql": sql}, meta)
     assert response.rows() == [{"v": 1, "k": "a"}, {"v": 2, "k": "a"}], response.error
+
+
+def test_duckdb_sql_is_written_for_the_installed_version() -> None:
+    """sqlglot writes DuckDB by version (a ~ 'x' matched the whole text before 2.0, anywhere since)."""
+    from connectors.databases.engine import engine_for
+
+    engine = engine_for({"type": "duckdb"})
+    assert engine.dialect == f"duckdb, version={'.'.join(duckdb.__version__.split('.')[:3])}"
+    text = engine.check_sql("SELECT 'abc' ~ 'b' AS m").sql()
+    with duckdb.connect() as conn:
+        assert conn.execute(text).fetchall() == conn.execute("SELECT 'abc' ~ 'b' AS m").fetchall()
