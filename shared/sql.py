@@ -462,7 +462,7 @@ def _regenerate(engine: Any, statement: Any) -> tuple[str, Any, list[tuple[tuple
     query is refused rather than run in a form nobody checked.
     """
     from sqlglot import exp
-    from sqlglot.errors import ParseError
+    from sqlglot.errors import ParseError, TokenError
 
     for hint in list(statement.find_all(exp.Hint)):
         hint.pop()  # optimizer hints (/*+ … */) only tune a plan; their text is not worth a risk
@@ -470,13 +470,17 @@ def _regenerate(engine: Any, statement: Any) -> tuple[str, Any, list[tuple[tuple
     for _ in range(_REGENERATIONS):
         parser = _checker_parser(engine)
         try:
-            read_back = [s for s in parser.parse(engine.tokenize(text), text) if s is not None]
-        except ParseError:
+            tokens = engine.tokenize(text)
+            read_back = [s for s in parser.parse(tokens, text) if s is not None]
+        except (ParseError, TokenError):
             read_back = []
         if len(read_back) != 1:
             break
         again = engine.generate(read_back[0], **_GENERATE)
         if again == text:
+            # sqlglot writes some string literals back as words (PostgreSQL's date_part('year', d)
+            # becomes EXTRACT(YEAR FROM d)): what runs is held to the same characters as what came.
+            _check_characters(text, tokens)
             return text, read_back[0], parser.calls()
         text = again
     raise ReadOnlyViolation(

@@ -782,3 +782,20 @@ def test_a_pivot_statement_says_what_to_write_instead() -> None:
         assert "SELECT * FROM (PIVOT" in info.value.message and "FILTER (WHERE" in info.value.message
     text = _runs("SELECT * FROM (PIVOT t ON year USING sum(x) GROUP BY k)", "duckdb", RULES)
     assert text == "SELECT * FROM (PIVOT t ON year USING SUM(x) GROUP BY k)"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # sqlglot writes date_part's field, a string, back as a word: the string's content becomes code.
+        "SELECT date_part('year from d)) AS x, (SELECT pg_read_file(''/etc/passwd'')', d) FROM t",
+        "SELECT date_part('year from d)) AS x, pg_read_file(''/etc/passwd'') AS y, extract(year', d) FROM t",
+        "SELECT date_part('year\u00a0x', d) FROM t",
+        "SELECT date_part('year FROM d) + pg_read_file(''x'') + extract(year', d) FROM t",  # reads back the same
+    ],
+)
+def test_code_that_regeneration_makes_out_of_a_string_is_checked_as_code(sql: str) -> None:
+    with pytest.raises((ReadOnlyViolation, InvalidArguments)) as info:
+        check_query_only(sql, "postgres", FunctionRules(builtin=function_allow_list("postgres")))
+    message = info.value.message
+    assert "pg_read_file()" in message or "U+00A0" in message or "write back" in message, message
