@@ -379,7 +379,7 @@ _END_OF_COLUMNS = frozenset(
     {"FROM", "WHERE", "GROUP_BY", "HAVING", "WINDOW", "QUALIFY", "ORDER_BY", "LIMIT", "OFFSET", "FETCH", "UNION",
      "INTERSECT", "EXCEPT", "INTO", "SEMICOLON"}
 )  # fmt: skip
-# What may come between SELECT and the first result column.
+# What may come between SELECT and the first result column (and optimizer hints, HINT tokens).
 _SELECT_MODIFIERS = frozenset(
     {"DISTINCT", "ALL", "HIGH_PRIORITY", "STRAIGHT_JOIN", "SQL_SMALL_RESULT", "SQL_BIG_RESULT", "SQL_BUFFER_RESULT",
      "SQL_CACHE", "SQL_NO_CACHE", "SQL_CALC_FOUND_ROWS", "DISTINCTROW"}
@@ -424,7 +424,9 @@ def _result_column_spans(tokens: list[Any]) -> list[tuple[int, int]] | None:
             break
     if index is None:
         return None
-    while index < len(tokens) and tokens[index].text.upper() in _SELECT_MODIFIERS:
+    while index < len(tokens) and (
+        tokens[index].text.upper() in _SELECT_MODIFIERS or tokens[index].token_type.name == "HINT"
+    ):
         index += 1
     spans: list[tuple[int, int]] = []
     depth, first = 0, index

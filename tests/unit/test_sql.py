@@ -765,6 +765,7 @@ def test_operator_by_name_is_refused() -> None:
          "SELECT COUNT(*) AS `count( * )`, x ->> '$.a' AS `x->>'$.a'` FROM t"),
         ("sqlite", "WITH c AS (SELECT 1 AS n) SELECT max(n) FROM c UNION ALL SELECT min(n) FROM c",
          'WITH c AS (SELECT 1 AS n) SELECT MAX(n) AS "max(n)" FROM c UNION ALL SELECT MIN(n) FROM c'),
+        ("mysql", "SELECT /*+ BKA(t) */ DISTINCT count(*) FROM t", "SELECT DISTINCT COUNT(*) AS `count(*)` FROM t"),
         ("postgres", "SELECT count(*) FROM t", "SELECT COUNT(*) FROM t"),  # PostgreSQL names it "count" anyway
     ],
 )  # fmt: skip
