@@ -280,9 +280,9 @@ def check_query_only(
         _check_nodes(tree, relations)  # what runs, as sqlglot reads it back
     except RecursionError:
         raise InvalidArguments(
-            "The SQL nests too deeply for this ACP to check (parentheses, subqueries or expressions inside "
-            "one another, hundreds of levels). Flatten it: use a CTE (WITH) per step, IN (…) instead of chains "
-            "of OR, and CASE instead of nested functions."
+            "The SQL nests too deeply for this ACP to check (parentheses, subqueries, calls or CASE "
+            "expressions inside one another, about 40 levels or more). Flatten it: use a CTE (WITH) per step, "
+            "IN (…) instead of chains of OR, and one CASE instead of nested ones."
         ) from None
     _check_functions(calls, tree, functions)
     return CheckedQuery(tree, dialect, dates, text)
