@@ -97,7 +97,7 @@ def serve_unchecked() -> None:
 
     from connectors.databases import engine
 
-    engine.Engine.check_sql = lambda self, sql: _Unchecked(sql)  # type: ignore[method-assign,assignment,return-value]
+    engine.Engine.check_sql = lambda self, sql, allowed_functions=(): _Unchecked(sql)  # type: ignore[method-assign,assignment,return-value]
     sys.argv = ["connectors.databases"]
     runpy.run_module("connectors.databases", run_name="__main__", alter_sys=True)
 

@@ -113,6 +113,14 @@ CONFIG_SCHEMA = {
             "that use it anywhere, under any name, are refused.",
             "contentMediaType": "application/json",
         },
+        "allowed_functions": {
+            "type": "string",
+            "title": "Allowed functions",
+            "description": "JSON list of function names that queries may call besides the built-in allow-list "
+            'of analytics functions, for example ["my_udf", "analytics.score", "similarity"]: your own functions '
+            "and extensions you trust. A name with a schema allows only that schema's function.",
+            "contentMediaType": "application/json",
+        },
         "statement_timeout_s": {
             "type": "integer",
             "title": "Statement timeout (s)",

@@ -277,8 +277,15 @@ class Engine(ABC):
     dialect: ClassVar[str]  # sqlglot's name for the SQL dialect
     has_schemas: ClassVar[bool]
     text_types: ClassVar[tuple[str, ...]] = ("char", "text", "clob", "string")
-    # Refused by the parser layer in every query (names ending in "*" are families; shared.sql).
-    forbidden_functions: ClassVar[frozenset[str]] = frozenset()
+    # The parser layer (shared.sql): the functions a query may call are the allow-list
+    # shared/sql_functions/<function_list>.txt, also when qualified by one of function_schemas;
+    # quoted_function_names_exact where a quoted name is case-sensitive. Relations that read
+    # server files are refused by name (a name ending in "*" is a family).
+    function_list: ClassVar[str]
+    function_schemas: ClassVar[frozenset[str]] = frozenset()
+    quoted_function_names_exact: ClassVar[bool] = False
+    # Whether an unaliased result column is named after its text as written (SQLite, MariaDB).
+    columns_named_by_text: ClassVar[bool] = False
     forbidden_relations: ClassVar[frozenset[str]] = frozenset()
     # The system catalog: schemas, and prefixes of unqualified names that resolve into it. A
     # source with `hidden` data refuses queries on it: statistics views hold column values.
@@ -302,11 +309,21 @@ class Engine(ABC):
     @abstractmethod
     def translate(self, exc: BaseException) -> AcpError | None: ...
 
-    def check_sql(self, sql: str) -> CheckedQuery:
-        """The parser layer of read-only in depth: the query as it was checked, which is what runs."""
-        from shared.sql import check_query_only
+    def check_sql(self, sql: str, allowed_functions: Iterable[str] = ()) -> CheckedQuery:
+        """The parser layer of read-only in depth: the query as it was checked, which is what runs.
 
-        return check_query_only(sql, self.dialect, self.forbidden_functions, self.forbidden_relations)
+        ``allowed_functions`` (the source configuration's) extends the engine's allow-list."""
+        from shared.sql import FunctionRules, check_query_only, function_allow_list
+
+        functions = FunctionRules(
+            builtin=function_allow_list(self.function_list),
+            extra=frozenset(allowed_functions),
+            builtin_schemas=self.function_schemas,
+            quoted_names_exact=self.quoted_function_names_exact,
+        )
+        return check_query_only(
+            sql, self.dialect, functions, self.forbidden_relations, columns_named_by_text=self.columns_named_by_text
+        )
 
     def locate(self, parts: Sequence[str]) -> Location:
         """Resource parts as (database, schema, table) for this engine's id shape."""

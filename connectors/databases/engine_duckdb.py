@@ -10,9 +10,10 @@ Read-only in depth (spec 10.4), every layer on every read connection:
 4. one statement per call, enforced with DuckDB's own parser (``extract_statements``; its
    ``execute`` would otherwise run every statement of a string), and that statement must be
    of DuckDB's type SELECT — the refusal names the type DuckDB sees;
-5. the sqlglot check (:meth:`DuckdbEngine.check_sql`) before any of this, which also refuses the
-   file readers, environment readers and side-effect functions of :data:`FORBIDDEN_FUNCTIONS` and
-   the views over them (:data:`FORBIDDEN_RELATIONS`).
+5. the sqlglot check (:meth:`DuckdbEngine.check_sql`) before any of this: the engine runs the SQL
+   it regenerates, only functions on the allow-list ``shared/sql_functions/duckdb.txt`` (no file
+   readers, environment readers, ``query()`` or side-effect functions), and none of the views over
+   the others (:data:`FORBIDDEN_RELATIONS`).
 
 DuckDB has no statement timeout: a timer calls ``interrupt()``. Spilling goes to a private
 directory outside the database's folder (DuckDB's default is ``<file>.tmp`` next to the file,
@@ -29,6 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -72,27 +74,8 @@ from .engine import (
 
 T = TypeVar("T")
 
-# Names ending in ``*`` are families (see shared.sql): extensions add readers to them (read_xlsx,
-# iceberg_metadata, st_read_meta), and extension autoloading is off but a file may have them loaded.
-# File and network readers, metadata readers of files, the connector process's environment (its
-# settings show the home, spill, secret and extension directories; the extension lists read that
-# directory), functions with side effects (checkpoints, sequences, logging, profiling, secrets), and
-# functions that read a table named by a string or its storage statistics (query_table, histogram,
-# pragma_storage_info…), which would get past the `hidden` check of the source configuration. The
-# `histogram(column)` aggregate shares its name with the table macro and is refused with it.
-FORBIDDEN_FUNCTIONS = frozenset({
-    "read_*", "parquet_*", "iceberg_*", "delta_*", "sqlite_*", "postgres_*", "mysql_*", "st_read*", "glob",
-    "sniff_csv", "import_database", "copy_database", "pandas_scan", "arrow_scan*", "python_*",
-    "getenv", "current_setting", "duckdb_settings", "duckdb_extensions", "duckdb_extension_repositories",
-    "duckdb_temporary_files", "duckdb_external_file_cache",
-    "query", "query_table", "json_execute_serialized_sql", "duckdb_secrets", "which_secret", "add_parquet_key",
-    "checkpoint", "force_checkpoint", "duckdb_log*", "truncate_duckdb_logs", "write_log", "enable_*", "disable_*",
-    "nextval", "setval", "setseed", "create_external_resource", "register_external_resource",
-    "register_external_resource_type", "destroy_external_resource", "deregister_external_resource",
-    "add_grammar_extension", "remove_grammar_extension", "install_extension", "load_extension", "histogram",
-    "histogram_values", "pragma_storage_info", "storage_info", "pragma_metadata_info", "duckdb_table_sample",
-})  # fmt: skip
-# Views over the functions above, which a query reads with no call in its text.
+# Views over functions off the allow-list (current_setting, duckdb_logs), which a query reads with no
+# call in its text.
 FORBIDDEN_RELATIONS = frozenset({"pg_settings", "duckdb_logs"})
 _SETTINGS: dict[str, Any] = {
     "enable_external_access": False,
@@ -662,17 +645,24 @@ def _open_error(exc: duckdb.Error) -> AcpError:
     return first_match(_OPEN_RULES, failure) or _CANNOT_OPEN.build(failure)
 
 
+def _dialect() -> str:
+    """sqlglot's DuckDB dialect for the installed DuckDB: what it writes changes with the version
+    (``a ~ 'x'`` matches anywhere from 2.0 on, the whole text before)."""
+    version = re.match(r"\d+\.\d+\.\d+", duckdb.__version__)
+    return f"duckdb, version={version.group()}" if version else "duckdb"
+
+
 class DuckdbEngine(FileEngine):
     name = "duckdb"
     title = "DuckDB"
-    dialect = "duckdb"
+    dialect = _dialect()
     has_schemas = True
     catalog_schemas = frozenset({"information_schema", "pg_catalog"})
     # pg_catalog's views (pg_class, pg_attribute…) resolve unqualified in DuckDB too.
     catalog_prefixes = ("duckdb_", "pragma_", "sqlite_", "pg_")
     catalog_functions = frozenset({"obj_description", "col_description", "format_type", "current_schemas"})
     text_types = ("char", "text", "string", "enum")
-    forbidden_functions = FORBIDDEN_FUNCTIONS
+    function_list = "duckdb"
     forbidden_relations = FORBIDDEN_RELATIONS
 
     def connect(self, credentials: dict[str, Any], database: str | None, write: bool = False) -> Connection:

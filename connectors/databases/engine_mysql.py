@@ -9,7 +9,11 @@ Read-only in depth (spec 10.4), on every read:
    comment. Then token rules (one statement, a query keyword first, no ``INTO``/``OUTFILE``/
    ``DUMPFILE``, no ``FOR UPDATE``/``LOCK IN SHARE MODE``, no ``NEXT VALUE FOR``) that hold
    even where sqlglot cannot parse MySQL (``SELECT … INTO OUTFILE``, ``HANDLER``, ``LOAD DATA``,
-   ``DO``), and the sqlglot AST check with the side-effect and file functions below;
+   ``DO``); then the sqlglot check, with sqlglot's MySQL grammar and a generator that writes
+   SQL MariaDB runs (``dialect_mariadb``): the server runs the SQL regenerated from the checked
+   tree, comments dropped, and only functions on the allow-list
+   ``shared/sql_functions/mariadb.txt`` (no ``LOAD_FILE``, ``GET_LOCK``, ``SLEEP``, stored
+   functions, …);
 2. ``SET SESSION TRANSACTION READ ONLY`` and ``START TRANSACTION READ ONLY``, always rolled back.
    The transaction alone refuses DML (error 1792) but not DDL, which commits implicitly and
    runs outside it; the session default makes that implicit transaction read-only too —
@@ -17,8 +21,9 @@ Read-only in depth (spec 10.4), on every read:
    ``CREATE USER`` and ``SET PASSWORD`` all fail with 1792 (``SELECT … INTO OUTFILE`` does not);
 3. the driver: the client never sets ``CLIENT_MULTI_STATEMENTS``, so the server itself
    rejects ``SELECT 1; DROP TABLE t`` as a syntax error; ``LOAD DATA LOCAL`` is off;
-4. the session's ``sql_mode`` loses ``ANSI_QUOTES`` and ``NO_BACKSLASH_ESCAPES``, so the server
-   lexes string literals exactly as layer 1 does (a mismatch could hide a comment in a "string");
+4. the session's ``sql_mode`` loses ``ANSI_QUOTES``, ``NO_BACKSLASH_ESCAPES`` and
+   ``HIGH_NOT_PRECEDENCE``, so the server reads literals and ``NOT`` exactly as layer 1 does (a
+   mismatch could hide a comment in a "string");
 5. one deadline per call whose timer runs ``KILL QUERY`` from a separate connection (PyMySQL has
    no cancel), with the server's statement timeout (MariaDB ``max_statement_time``, MySQL
    ``max_execution_time``) as a second layer; a cancelled call is killed the same way;
@@ -67,8 +72,9 @@ from shared import (
     UpstreamError,
 )
 from shared.error_policy import Failure, Rule, first_match
-from shared.sql import SEVERAL_STATEMENTS, CheckedQuery
+from shared.sql import SEVERAL_STATEMENTS, CheckedQuery, check_sql_size
 
+from .dialect_mariadb import DIALECT
 from .dsn import require_agreement, split_url, userinfo_secrets
 from .engine import (
     MIN_COUNT_S,
@@ -85,29 +91,9 @@ from .engine import (
 
 log = logging.getLogger(__name__)
 
-FORBIDDEN_FUNCTIONS = frozenset(
-    {
-        # files: reads any file the server can read (FILE privilege; secure_file_priv may be unset),
-        # and MariaDB's reader of binary log files
-        "load_file", "binlog_gtid_pos",
-        # named locks: they outlive the rolled-back transaction and can block other sessions
-        "get_lock", "release_lock", "release_all_locks",
-        # waits and CPU burners that no report needs
-        "benchmark", "master_pos_wait", "master_gtid_wait", "source_pos_wait", "wait_for_executed_gtid_set",
-        "wait_until_sql_thread_after_gtids", "wsrep_sync_wait_upto_gtid",
-        # MariaDB sequences: advancing or setting one is a write (the READ ONLY transaction refuses it too)
-        "nextval", "setval",
-        # the well-known shell-command UDFs (lib_mysqludf_sys), and the Spider engine's UDFs that run
-        # SQL given as text on other servers (spider_direct_sql, spider_copy_tables, …)
-        "sys_exec", "sys_eval", "sys_get", "sys_set", "sys_bineval", "spider_*",
-    }
-)  # fmt: skip
 # information_schema tables that reset the InnoDB compression statistics when read (verified on
 # MariaDB 10.11: a SELECT is enough).
 FORBIDDEN_RELATIONS = frozenset({"innodb_cmp_reset", "innodb_cmpmem_reset", "innodb_cmp_per_index_reset"})
-# Allowed on purpose: SLEEP() (bounded by statement_timeout_s like any slow query), IS_FREE_LOCK()
-# and IS_USED_LOCK() (they only read lock state), UUID()/UUID_SHORT() (a server counter, no data),
-# LASTVAL() and PREVIOUS VALUE FOR (read a sequence), LAST_INSERT_ID(expr) (a session value only).
 
 SYSTEM_DATABASES = frozenset({"information_schema", "performance_schema", "mysql", "sys"})
 SSL_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
@@ -119,10 +105,12 @@ INSERT_BATCH = 1000
 INSERT_TIMEOUT_S = 300.0  # per INSERT statement of INSERT_BATCH rows (and the CREATE TABLE)
 JSON_CACHE_S = 60.0
 JSON_CACHE_ENTRIES = 4096
-# sql_mode flags that change how the server lexes literals, and the combination modes that imply one.
+# sql_mode flags that change how the server lexes literals, and the combination modes that imply one;
+# HIGH_NOT_PRECEDENCE changes how it reads the "NOT a = b" that sqlglot writes ((NOT a) = b).
 _LEXING_MODES = frozenset(
-    {"ANSI_QUOTES", "NO_BACKSLASH_ESCAPES", "ANSI", "ORACLE", "POSTGRESQL", "MSSQL", "DB2", "MAXDB"}
-)
+    {"ANSI_QUOTES", "NO_BACKSLASH_ESCAPES", "HIGH_NOT_PRECEDENCE", "ANSI", "ORACLE", "POSTGRESQL", "MSSQL", "DB2",
+     "MAXDB"}
+)  # fmt: skip
 _INTEGER_TYPES = frozenset(
     {FIELD_TYPE.TINY, FIELD_TYPE.SHORT, FIELD_TYPE.LONG, FIELD_TYPE.INT24, FIELD_TYPE.LONGLONG, FIELD_TYPE.YEAR,
      FIELD_TYPE.BIT}
@@ -1068,16 +1056,18 @@ def connect_error(exc: pymysql.err.OperationalError, settings: Settings, target:
 class MysqlEngine(Engine):
     name = "mysql"
     title = "MySQL"
-    dialect = "mysql"
+    dialect = DIALECT  # sqlglot's MySQL, writing SQL that MariaDB runs too (dialect_mariadb)
     has_schemas = False  # a MySQL database is a schema
     catalog_schemas = frozenset({"information_schema", "mysql", "performance_schema", "sys"})
     text_types = ("char", "text", "enum", "set(")
-    forbidden_functions = FORBIDDEN_FUNCTIONS
+    function_list = "mariadb"
+    columns_named_by_text = True
     forbidden_relations = FORBIDDEN_RELATIONS
 
-    def check_sql(self, sql: str) -> CheckedQuery:
+    def check_sql(self, sql: str, allowed_functions: Iterable[str] = ()) -> CheckedQuery:
+        check_sql_size(sql)  # before the server's own lexing rules read it
         check_mysql_specifics(sql)
-        return super().check_sql(sql)
+        return super().check_sql(sql, allowed_functions)
 
     def identify(self, credentials: dict[str, Any]) -> Principal:
         settings = settings_of(credentials)

@@ -2,10 +2,11 @@
 
 Read-only in depth (spec 10.4), on every read:
 
-1. the sqlglot parser layer (:meth:`PostgresEngine.check_sql`) with PostgreSQL's side-effect and
-   file functions refused, by family (``lo_*``, ``pg_read_*``, ``pg_ls_*``, ``pg_stat_reset*``,
-   ``nextval``, ``set_config``, ``dblink*``, the ``*_to_xml`` family that runs query text, …),
-   and the system views that read the server's configuration files (``pg_hba_file_rules``);
+1. the sqlglot parser layer (:meth:`PostgresEngine.check_sql`): the engine runs the SQL it
+   regenerates, and calls only the functions on the allow-list ``shared/sql_functions/postgres.txt``
+   (no ``pg_read_file``, ``lo_import``, ``ts_stat`` or ``query_to_xml`` that run SQL text,
+   advisory locks, ``set_config``, sequences, …); the system views that read the server's
+   configuration files (``pg_hba_file_rules``) are refused by name;
 2. a ``READ ONLY`` transaction that is always rolled back — verified: ``COPY … TO PROGRAM``
    and ``pg_read_file`` still work in one for a superuser, hence layer 1 and least privilege;
 3. the extended query protocol through a server-side (named) cursor: it accepts exactly one
@@ -13,7 +14,8 @@ Read-only in depth (spec 10.4), on every read:
    *inside* a read-only transaction;
 4. one deadline per call whose timer cancels the query at the server (:meth:`Connection.deadline`),
    with ``statement_timeout`` per statement as a second layer, and a server-side cancel for
-   cancelled calls.
+   cancelled calls; ``standard_conforming_strings`` on, so the server reads string literals as
+   layer 1 does.
 
 Rows stream from the server-side cursor in the writer's byte-bounded batches, so memory stays flat
 on large results. A session goes back to the pool only after ``DISCARD ALL`` (:meth:`reset`).
@@ -61,30 +63,6 @@ from .engine import (
     TimeBudgetExceeded,
 )
 
-# Families by prefix (``*``, see shared.sql): PostgreSQL names its system functions by family and
-# adds members in new versions — an exact list let pg_ls_logicalsnapdir, pg_stat_reset_shared and
-# pg_logical_emit_message through. Every prefix was checked against pg_proc of PostgreSQL 15: it
-# matches only functions of that family.
-FORBIDDEN_FUNCTIONS = frozenset(
-    {
-        # server files, large objects, directory listings and the config files behind system views
-        "lo_*", "pg_read_*", "pg_ls_*", "pg_file_*", "pg_stat_file", "pg_logdir_ls", "pg_current_logfile",
-        "pg_hba_file_rules", "pg_ident_file_mappings", "pg_show_all_file_settings",
-        # statistics resets, WAL messages and logical decoding, replication origins and slots,
-        # memory-context logging, backups, WAL switches and replay, signals to other backends
-        "pg_stat_reset*", "pg_stat_statements_reset", "pg_logical_*", "pg_replication_*", "pg_log_*",
-        "pg_create_*", "pg_drop_*", "pg_copy_*", "pg_promote", "pg_switch_*", "pg_wal_replay_*", "pg_backup_*",
-        "pg_start_backup", "pg_stop_backup", "pg_cancel_backend", "pg_terminate_backend", "pg_reload_conf",
-        "pg_rotate_logfile*", "pg_import_system_collations",
-        # other state changes: sequences, settings, notifications, locks, transaction ids
-        "nextval", "setval", "set_config", "pg_notify", "pg_advisory_*", "pg_try_advisory_*", "txid_current",
-        "pg_current_xact_id",
-        # functions that run SQL given as text, out of the parser's sight
-        "dblink*", "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml",
-        "cursor_to_xmlschema", "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
-        "database_to_xml", "xpath_table",
-    }
-)  # fmt: skip
 # System views that read the server's configuration files (pg_hba.conf, pg_ident.conf,
 # postgresql.conf) for a superuser, with no function call in the query text.
 FORBIDDEN_RELATIONS = frozenset({"pg_hba_file_rules", "pg_ident_file_mappings", "pg_file_settings"})
@@ -263,6 +241,9 @@ class PostgresConnection(Connection):
 
     def _begin(self, cursor: psycopg.Cursor[Any], timeout_s: float, schema: str | None = None) -> None:
         cursor.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(max(int(timeout_s * 1000), 1))))
+        # The parser layer reads '…\' as a string ending in a backslash, and so must the server: with
+        # standard_conforming_strings off (a role or database setting) it would read an escaped quote.
+        cursor.execute("SET LOCAL standard_conforming_strings = on")
         if schema:
             cursor.execute("SELECT set_config('search_path', %s, true)", (sql.Identifier(schema).as_string(cursor),))
 
@@ -513,7 +494,9 @@ class PostgresEngine(Engine):
     catalog_prefixes = ("pg_",)  # pg_catalog comes first in every search_path
     catalog_functions = CATALOG_FUNCTIONS
     text_types = ("char", "text", "citext")
-    forbidden_functions = FORBIDDEN_FUNCTIONS
+    function_list = "postgres"
+    function_schemas = frozenset({"pg_catalog"})
+    quoted_function_names_exact = True  # "Upper"() is someone's own function, not upper()
     forbidden_relations = FORBIDDEN_RELATIONS
 
     def identify(self, credentials: dict[str, Any]) -> Principal:

@@ -8,7 +8,8 @@ Read-only in depth (spec 10.4), every layer on every read connection:
 3. ``SQLITE_LIMIT_ATTACHED`` at 0, because ``mode=ro`` alone still lets ``ATTACH`` and
    ``VACUUM INTO`` create files;
 4. the driver runs one statement per ``execute`` (``sqlite3`` refuses several);
-5. the sqlglot check (:meth:`Engine.check_sql`) before any of this.
+5. the sqlglot check (:meth:`Engine.check_sql`) before any of this: the engine runs the SQL it
+   regenerates, and only functions on the allow-list ``shared/sql_functions/sqlite.txt``.
 
 A write connection (``insert_rows`` only) gets an authorizer that allows inserting into and
 creating the one target table, and nothing else.
@@ -54,6 +55,8 @@ from .engine import (
     validate_path,
 )
 
+# The authorizer's own refusals, a layer under the parser layer's allow-list (shared/sql_functions/sqlite.txt):
+# the functions that read or write files or load code, whatever text reached the engine.
 FORBIDDEN_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
 _READ_ACTIONS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
@@ -361,7 +364,8 @@ class SqliteEngine(FileEngine):
     title = "SQLite"
     dialect = "sqlite"
     has_schemas = False
-    forbidden_functions = FORBIDDEN_FUNCTIONS
+    function_list = "sqlite"
+    columns_named_by_text = True
     catalog_prefixes = ("sqlite_", "pragma_")  # pragma_table_info reads as a table without arguments too
 
     def connect(self, credentials: dict[str, Any], database: str | None, write: bool = False) -> Connection:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from shared import CallContext, Extraction, Info, InvalidArguments, Tool, table_ref_input
-from shared.access import require_known_columns
+from shared.access import json_list, require_known_columns
 
 from .access import locate, with_connection
 from .blocks import COUNT_BUDGET_S, policy_of
@@ -28,16 +28,18 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
     engine, location = locate(ctx, ref)
     policy = policy_of(ctx)
     deadline = time.monotonic() + float(ctx.config["statement_timeout_s"])  # one for the whole call
+    allowed_functions = allowed_functions_of(ctx.config)
 
     approved: list[Hidden] = []  # the `hidden` check of a query it let through
 
     def run(conn: Connection) -> tuple[Any, list[str], QueryOutcome]:
-        checked = engine.check_sql(sql)  # the parser layer, before the engine's own layers
+        checked = engine.check_sql(sql, allowed_functions)  # the parser layer, before the engine's own layers
         hidden = policy.on(conn, engine)
         hidden.check_query(checked, location.schema)
         approved.append(hidden)
         writer = ctx.table()  # stops at max_rows or max_result_bytes, with its warning
-        outcome = conn.stream(sql, writer, schema=location.schema, timeout_s=deadline - time.monotonic())
+        # What runs is the SQL regenerated from the checked tree, never the raw text.
+        outcome = conn.stream(checked.sql(), writer, schema=location.schema, timeout_s=deadline - time.monotonic())
         return writer.finish(), checked.dates, outcome
 
     try:
@@ -64,6 +66,17 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
         warnings=outcome.warnings,
         source=source,
     )
+
+
+def allowed_functions_of(config: dict[str, Any]) -> list[str]:
+    """The source's ``allowed_functions``: names added to the engine's allow-list of functions."""
+    names = json_list(config.get("allowed_functions"), "allowed_functions")
+    if not all(isinstance(name, str) and name.strip() for name in names):
+        raise InvalidArguments(
+            "Config 'allowed_functions' must be a JSON array of function names, for example "
+            '["my_udf", "analytics.score"]. Ask the user to fix the source settings.'
+        )
+    return [name.strip() for name in names]
 
 
 async def describe_table(arguments: dict[str, Any], ctx: CallContext) -> Info:

@@ -108,7 +108,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                 "id": "warehouse",
                 "credentials": {**postgres, "database": "postgres", "port": 5432, "sslmode": "disable"},
                 "default_resource_id": "postgres",
-                "config": {"statement_timeout_s": 60},
+                # pg_sleep is off the allow-list; the operator trusts it here for the in-flight call below.
+                "config": {"statement_timeout_s": 60, "allowed_functions": json.dumps(["pg_sleep"])},
             },
             {"id": "broken", "credentials": {**postgres, "database": "postgres", "port": 1, "sslmode": "disable"}},
         ],

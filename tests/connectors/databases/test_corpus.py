@@ -5,9 +5,8 @@ PostgreSQL database and a fresh MariaDB database) and runs its own corpus (``cor
 least 50 queries in that engine's dialect). For every query, the raw text runs first through the driver
 as the superuser / root (or on the file), then through ``execute_sql`` as the connector's source would
 run it: the least-privilege login where the server has logins, and a ``hidden`` rule (``staff.ssn``)
-so that every `hidden` check runs on every query. Column names and rows must be the same. A refusal
-is a false refusal, unless ``KNOWN_REFUSALS`` lists it, and a listed query must still be refused: the
-list only shrinks.
+so that every `hidden` check runs on every query. Column names and rows must be the same, and every
+refusal is a false refusal.
 """
 
 from __future__ import annotations
@@ -33,17 +32,6 @@ mysql_server = load_file(Path(__file__).with_name("mysql_server.py"), "acp_tests
 pytestmark = pytest.mark.anyio
 
 # Corpus queries the connector refuses today: engine → query name → a part of the refusal's message.
-# Each is a false refusal to fix; the test fails when one is answered again (so that it leaves the list)
-# or refused for another reason.
-KNOWN_REFUSALS: dict[str, dict[str, str]] = {
-    "sqlite": {},
-    "duckdb": {},
-    "postgres": {},
-    "mariadb": {
-        # sqlglot's MySQL dialect does not parse MariaDB's LIMIT inside GROUP_CONCAT.
-        "q52_nations_per_region": "The SQL has a syntax error at line 2, column 79",
-    },
-}
 SCHEMA = "tpch"  # PostgreSQL: the corpus lives in its own schema
 
 
@@ -191,8 +179,7 @@ def _connector_result(response: Any) -> tuple[list[str], list[list[Any]], list[s
 
 async def test_every_corpus_query_answers_as_the_driver_does(source: CorpusSource, in_process, runtime_dirs) -> None:
     queries = tpch.queries(source.engine)
-    known = KNOWN_REFUSALS[source.engine]
-    problems = [f"{name}: listed in KNOWN_REFUSALS but not in the corpus" for name in sorted(set(known) - set(queries))]
+    problems = []
     answered = 0
     async with in_process(DATABASES, env=runtime_dirs) as host:
         for name, sql in queries.items():
@@ -202,14 +189,8 @@ async def test_every_corpus_query_answers_as_the_driver_does(source: CorpusSourc
                 continue
             response = await host.call("execute_sql", {"resource_id": source.resource_id, "sql": sql}, source.meta())
             if response.is_error:
-                message = response.error["message"]
-                if name not in known:
-                    problems.append(f"{name}: refused ({response.error_name}): {message}")
-                elif known[name] not in message:
-                    problems.append(f"{name}: refused for another reason than KNOWN_REFUSALS says: {message}")
+                problems.append(f"{name}: refused ({response.error_name}): {response.error['message']}")
                 continue
-            if name in known:
-                problems.append(f"{name}: answered now: remove it from KNOWN_REFUSALS[{source.engine!r}]")
             names, rows, kinds = _connector_result(response)
             assert len(set(names)) == len(names), (name, names)  # the corpus names every column once
             want = (
@@ -227,7 +208,7 @@ async def test_every_corpus_query_answers_as_the_driver_does(source: CorpusSourc
         refused = await host.call("execute_sql", premise, source.meta())
         assert refused.error_name == "ACP_INVALID_ARGUMENTS" and "hid" in refused.error["message"], refused.error
     assert not problems, f"{source.engine}: {len(problems)} of {len(queries)} corpus queries:\n" + "\n".join(problems)
-    assert answered == len(queries) - len(known)
+    assert answered == len(queries)
 
 
 # -- the corpus itself -----------------------------------------------------------------------------------

@@ -158,6 +158,7 @@ WRITE_ATTEMPTS: list[tuple[str, str]] = [
     ("pg-log-memory-contexts", "SELECT pg_log_backend_memory_contexts(pg_backend_pid())"),
     ("pg-replication-origin-create", "SELECT pg_replication_origin_create('acp_evil')"),
     ("user-function-that-deletes", "SELECT purge_orders_fn()"),
+    ("pg-sleep", "SELECT pg_sleep(100)"),
     # file-reading functions that look like SELECTs
     ("pg-read-file", "SELECT pg_read_file('/etc/passwd')"),
     ("pg-read-binary-file", "SELECT pg_read_binary_file('/etc/passwd')"),
@@ -233,6 +234,8 @@ FINAL_SELECT = (
     "GROUP BY c.id, c.name ORDER BY c.id"
 )
 RUNS = ("role", "superuser")
+# Runs far longer than any timeout here on allowed functions alone (pg_sleep is refused).
+LONG_QUERY = "SELECT count(*) AS n FROM generate_series(1, 100000000000)"
 
 
 @dataclass
@@ -240,7 +243,7 @@ class CorpusRun:
     sql: dict[str, str]
     files: list[str]
     responses: dict[tuple[str, str], ToolResponse] = field(default_factory=dict)
-    sleeps: dict[str, tuple[ToolResponse, float]] = field(default_factory=dict)
+    slow: dict[str, tuple[ToolResponse, float]] = field(default_factory=dict)
     finals: dict[str, ToolResponse] = field(default_factory=dict)
     before: dict[str, Any] = field(default_factory=dict)
     after: dict[str, Any] = field(default_factory=dict)
@@ -271,10 +274,8 @@ def corpus(pg_database: Any, runtime: dict[str, str]) -> Iterator[CorpusRun]:
                         host, db, text, superuser=superuser, config={"statement_timeout_s": 10}
                     )
                 began = time.monotonic()
-                sleep = await sql_call(
-                    host, db, "SELECT pg_sleep(100)", superuser=superuser, config={"statement_timeout_s": 1}
-                )
-                run.sleeps[name] = (sleep, time.monotonic() - began)
+                slow = await sql_call(host, db, LONG_QUERY, superuser=superuser, config={"statement_timeout_s": 1})
+                run.slow[name] = (slow, time.monotonic() - began)
                 run.finals[name] = await sql_call(host, db, FINAL_SELECT, superuser=superuser)
             run.after = await anyio.to_thread.run_sync(db.state)
 
@@ -310,8 +311,8 @@ def test_write_attempt_is_refused(corpus: CorpusRun, run: str, label: str) -> No
 
 
 @pytest.mark.parametrize("run", RUNS)
-def test_pg_sleep_ends_at_statement_timeout(corpus: CorpusRun, run: str) -> None:
-    response, elapsed = corpus.sleeps[run]
+def test_a_long_query_ends_at_statement_timeout(corpus: CorpusRun, run: str) -> None:
+    response, elapsed = corpus.slow[run]
     assert response.error_name == UPSTREAM, response.error
     assert "statement_timeout_s" in response.error["message"]
     assert elapsed >= 0.9  # the timeout did not fire early
@@ -506,21 +507,21 @@ async def test_cancelling_the_call_stops_the_query_at_the_server(pg_database: An
 
             async def call() -> None:
                 with anyio.move_on_after(60):
-                    await sql_call(host, db, "SELECT pg_sleep(300) AS slept")
+                    await sql_call(host, db, LONG_QUERY)
 
             group.start_soon(call)
             deadline = time.monotonic() + 10
             while not seen and time.monotonic() < deadline:
-                seen = await anyio.to_thread.run_sync(db.busy, "PgSleep")
+                seen = await anyio.to_thread.run_sync(db.busy)
                 await anyio.sleep(0.05)
             group.cancel_scope.cancel()  # the host gives up on the call
-        # Premise: the sleep was running at the server, in the connector's session.
+        # Premise: the query was running at the server, in the connector's session.
         assert [r["application_name"] for r in seen] == ["acp-databases"], seen
-        # Gone long before the 300 s sleep would end on its own: the cancel stopped it at the server.
+        # Gone long before the count would end on its own: the cancel stopped it at the server.
         cancelled_at = time.monotonic()
-        while db.busy("PgSleep") and time.monotonic() - cancelled_at < 60:
+        while db.busy() and time.monotonic() - cancelled_at < 60:
             await anyio.sleep(0.1)
-        assert db.busy("PgSleep") == []
+        assert db.busy() == []
         assert db.query("SELECT pid FROM pg_stat_activity WHERE pid = %s", (seen[0]["pid"],)) == []  # session closed
         after = await sql_call(host, db, "SELECT 1 AS one")
         assert after.rows() == [{"one": 1}]

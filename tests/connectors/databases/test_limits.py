@@ -191,7 +191,7 @@ def test_the_deadline_holds_while_the_rows_wait_on_the_client(source: Source, tm
 
 
 WIDE_ROWS = {
-    "sqlite": "SELECT n, replace(hex(zeroblob(500)), '0', 'x') AS body FROM numbers ORDER BY n",
+    "sqlite": "SELECT n, printf('%.1000c', 'x') AS body FROM numbers ORDER BY n",
     "duckdb": "SELECT n, repeat('x', 1000) AS body FROM numbers ORDER BY n",
     "postgres": "SELECT g AS n, repeat('x', 1000) AS body FROM generate_series(0, 99) g ORDER BY g",
     "mysql": "SELECT id - 1 AS n, REPEAT('x', 1000) AS body FROM orders WHERE id <= 100 ORDER BY id",
