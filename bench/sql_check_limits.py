@@ -6,20 +6,23 @@ sqlglot runs in the caller's thread and cannot be interrupted, so the limits on 
 (``MAX_SQL_BYTES``, ``MAX_SQL_TOKENS``, checked before parsing) are what bound its work. For each
 engine, pathological shapes are filled up to the token limit (long IN lists, OR and UNION chains,
 many CTEs and joins, long CASE chains, wide selects, huge VALUES, a 256 KB string) and timed through
-``Engine.check_sql`` (tokenizing, parsing, regenerating, reading back, every check), then through
-sqlglot's scope analysis as the ``hidden`` check runs it (``qualify_tables``, ``qualify_columns``,
-``traverse_scope`` with a schema for every table). The same shapes at 256 KB time the refusal path,
+``Engine.check_sql`` (tokenizing, parsing, regenerating, reading back, every check), then, on SQLite and
+DuckDB, through the ``hidden`` check itself (``Policy.on(conn, engine).check_query``) against a
+real database file whose catalog holds every table the shapes name (``t`` with a hidden column,
+``t0`` … ``t1999``), as a source with ``hidden`` set runs it. The same shapes at 256 KB time the refusal path,
 and the deepest nesting each shape allows is found (deeper is refused cleanly).
 
 CPU seconds (``time.process_time``), one run each: no engine or server is needed. Target: the
-worst check plus scope analysis within the limits stays at a few seconds (≤ 3 s), and a refusal
+worst check plus the hidden check within the limits stays at a few seconds (≤ 3 s), and a refusal
 of any 256 KB text under 1 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -48,6 +51,9 @@ def shapes(budget: int) -> Iterator[tuple[str, str]]:
     yield "plus-chain", fill("SELECT ", lambda i: "1", " + ", " AS x", budget)
     yield "case-chain", fill("SELECT CASE ", lambda i: f"WHEN a = {i} THEN {i}", " ", " END FROM t", budget)
     yield "columns", fill("SELECT ", lambda i: f"c{i}", ", ", " FROM t", budget)
+    yield "real-columns", fill("SELECT ", lambda i: "abc"[i % 3], ", ", " FROM t", budget)
+    yield "outer-columns", fill("SELECT ", lambda i: "x.a", ", ", " FROM (SELECT a, b FROM t) AS x", budget)
+    yield "ordered-by", fill("SELECT a AS o FROM t ORDER BY ", lambda i: "o", ", ", "", budget)
     yield "ctes", fill("WITH ", lambda i: f"c{i} AS (SELECT {i} AS x)", ", ", " SELECT x FROM c0", budget)
     yield (
         "chained-ctes",
@@ -96,18 +102,37 @@ def at_tokens(engine: Any, tokens: int) -> Iterator[tuple[str, str]]:
         yield name, shrunk
 
 
-def scope_analysis(checked: Any) -> None:
-    """What the `hidden` check asks of sqlglot on the checked tree."""
-    from sqlglot import exp
-    from sqlglot.optimizer.qualify_columns import qualify_columns
-    from sqlglot.optimizer.qualify_tables import qualify_tables
-    from sqlglot.optimizer.scope import traverse_scope
+CATALOG_TABLES = 2000  # more than the joins shape names within the token limit
 
-    tree = checked.tree.copy()
-    schema = {t.name: {"a": "int", "b": "int", "c": "int"} for t in tree.find_all(exp.Table)}
-    qualify_tables(tree, dialect=checked.dialect)
-    qualify_columns(tree, schema, allow_partial_qualification=True, dialect=checked.dialect)
-    list(traverse_scope(tree))
+
+def catalog_database(kind: str, folder: Path) -> dict[str, Any] | None:
+    """Credentials of a file database whose catalog holds the tables the shapes name, or None for a server."""
+    statements = ["CREATE TABLE t (a INTEGER, b INTEGER, c INTEGER, secret TEXT)"]
+    statements += [f"CREATE TABLE t{i} (a INTEGER)" for i in range(CATALOG_TABLES)]
+    path = folder / f"catalog.{kind}"
+    if kind == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(path) as conn:
+            for statement in statements:
+                conn.execute(statement)
+    elif kind == "duckdb":
+        import duckdb
+
+        with duckdb.connect(str(path)) as conn:
+            conn.execute(";".join(statements))
+    else:
+        return None
+    return {"type": kind, "path": str(path)}
+
+
+def hidden_check(engine: Any, credentials: dict[str, Any]) -> Callable[[Any], None]:
+    """The `hidden` check of a source that hides ``t.secret``, on one connection kept for every shape."""
+    from connectors.databases.policy import Policy
+
+    policy = Policy.from_config({"hidden": json.dumps(["t\\.secret"])})
+    conn = engine.connect(credentials, None)
+    return lambda checked: policy.on(conn, engine).check_query(checked, "main" if engine.has_schemas else None)
 
 
 def cpu(run: Callable[[], Any]) -> tuple[float, Any]:
@@ -148,15 +173,18 @@ def main(argv: list[str] | None = None) -> int:
     sql.MAX_SQL_TOKENS = max(sql.MAX_SQL_TOKENS, args.tokens)
     worst_checked, worst_refused = (0.0, ""), (0.0, "")
     print(f"Limits: {sql.MAX_SQL_BYTES:,} bytes, {args.tokens:,} tokens (measured at that count)\n")
-    print(f"{'engine':9} {'shape':17} {'bytes':>8} {'tokens':>7} {'check s':>8} {'scope s':>8} {'total s':>8}")
+    print(f"{'engine':9} {'shape':17} {'bytes':>8} {'tokens':>7} {'check s':>8} {'hidden s':>8} {'total s':>8}")
+    folder = Path(tempfile.mkdtemp(prefix="acp-limits-"))
     for kind in args.engines.split(","):
         engine = engine_for({"type": kind})
+        credentials = catalog_database(kind, folder)
+        hidden = hidden_check(engine, credentials) if credentials else None
         for name, text in at_tokens(engine, args.tokens):
             checked_s, checked = cpu(lambda text=text, engine=engine: engine.check_sql(text))
             if isinstance(checked, Exception):
                 print(f"{kind:9} {name:17} refused: {str(checked)[:80]}")
                 continue
-            scope_s, _ = cpu(lambda checked=checked: scope_analysis(checked))
+            scope_s, _ = cpu(lambda checked=checked, hidden=hidden: hidden(checked)) if hidden else (0.0, None)
             total = checked_s + scope_s
             worst_checked = max(worst_checked, (total, f"{kind} {name}"))
             tokens = token_count(text, engine.dialect)

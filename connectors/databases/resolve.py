@@ -99,6 +99,16 @@ class _Analysis:
     values: dict[int, set[str]] = field(default_factory=dict)  # id(exp.Table) → columns of a table of values
     bare: set[int] = field(default_factory=set)  # id(exp.Column) written without a table
     written: set[int] = field(default_factory=set)  # id(exp.Column) in the query as written (not from a *)
+    # id(query) → its output names: sqlglot computes them anew on every read, once per column of a
+    # query that names thousands would make the check quadratic (9 s within the SQL size limits).
+    named: dict[int, tuple[str, ...] | None] = field(default_factory=dict)
+
+    def named_selects(self, query: Any) -> tuple[str, ...] | None:
+        """``query.named_selects``, once per query; None when it has none (not a query)."""
+        if id(query) not in self.named:
+            names = getattr(query, "named_selects", None)
+            self.named[id(query)] = None if names is None else tuple(names)
+        return self.named[id(query)]
 
     def add(self, message: str, node: Any = None) -> None:
         output = self.outputs.get(id(node)) if node is not None else None
@@ -503,7 +513,7 @@ def _check_bare(node: Any, scope: Any, run: _Analysis) -> None:
                     _read_column(run.sources[id(source)], name, run, node)
         if level.pivots:
             possible = True  # a pivot's output column, unknown until it runs
-        if level is scope and _refers_to_output(node, level):
+        if level is scope and _refers_to_output(node, level, run):
             possible = True  # an output alias (ORDER BY, GROUP BY): its expression is checked where it is
         if has_it:
             break
@@ -512,10 +522,10 @@ def _check_bare(node: Any, scope: Any, run: _Analysis) -> None:
         run.add(_unresolved(name), node)
 
 
-def _refers_to_output(node: Any, scope: Any) -> bool:
+def _refers_to_output(node: Any, scope: Any, run: _Analysis) -> bool:
     """A bare name outside the select list that one of the scope's outputs carries."""
     select = scope.expression
-    if node.name not in getattr(select, "named_selects", ()):
+    if node.name not in (run.named_selects(select) or ()):
         return False
     child = node
     while child.parent is not None and child.parent is not select:
@@ -533,7 +543,7 @@ def _output_names(source: Any, run: _Analysis) -> set[str] | None:
         alias = expression.args.get("alias") if isinstance(expression, exp.Expr) else None
         if alias is not None and alias.columns:
             return {c.name for c in alias.columns}
-        names = getattr(expression, "named_selects", None)
+        names = run.named_selects(expression)
         return None if names is None or "*" in names else set(names)
     if id(source) in run.sources:
         return set(run.sources[id(source)].columns)
