@@ -6,12 +6,13 @@ functions, CTEs, dates, JSON, regex, ROLLUP…). For each engine the script buil
 file, a DuckDB file, a fresh PostgreSQL database and a fresh MariaDB database, dropped at the end) and
 measures two things:
 
-* **Round trip.** Each query is parsed with the dialect the connector's engine declares (the
-  ``dialect`` attribute of its engine class, so a MariaDB dialect is picked up when the engine gets
-  one), regenerated with ``.sql(dialect=…)``, and both texts run on the bare driver (superuser /
-  root, or the file). A query round-trips when the regenerated text runs and gives the same column
-  names and rows (compared as the tests compare them: in order where a top-level ORDER BY orders
-  them, floats within 1e-9). The others are listed with the reason: parse error, the regenerated
+* **Round trip.** Each query goes through the connector's parser layer (``engine.check_sql(sql)``,
+  in the dialect its engine declares) and the text it regenerates, which is what the connector runs
+  (``.sql()`` of the checked query), and the raw text run on the bare driver (superuser / root, or the
+  file). For comparison, plain sqlglot's round trip (parse, ``.sql(dialect=…)``) is counted too.
+  A query round-trips when the regenerated text runs and gives the same column names and rows
+  (compared as the tests compare them: in order where a top-level ORDER BY orders them, floats
+  within 1e-9). The others are listed with the reason: parse error, the regenerated
   text fails, or its result differs.
 * **What the checks cost per call.** For each query, the median of ``--repeat`` runs of
   ``engine.check_sql(sql)`` (the parser layer), of the ``hidden`` check (``Policy.on(conn,
@@ -70,7 +71,8 @@ class Source:
 @dataclass
 class QueryFigures:
     name: str
-    problem: str | None = None  # why the round trip failed, or None
+    problem: str | None = None  # why the connector's round trip failed, or None
+    plain_problem: str | None = None  # why plain sqlglot's failed, or None
     refused: list[str] = field(default_factory=list)  # which checks refused the raw text
     check_sql_s: float = 0.0
     hidden_s: float = 0.0
@@ -173,9 +175,12 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
 
 
-def round_trip(source: Source, dialect: Any, repeat: int) -> list[QueryFigures]:
-    """Phase 1, on the bare driver: the query's time, and whether its regenerated text gives the same."""
+def round_trip(source: Source, engine: Any, repeat: int) -> list[QueryFigures]:
+    """Phase 1, on the bare driver: the query's time, and whether its regenerated text gives the same
+    (the connector's, then plain sqlglot's in ``plain_problem``)."""
     import sqlglot
+
+    dialect = engine.dialect
 
     out = []
     conn = source.raw()
@@ -185,30 +190,44 @@ def round_trip(source: Source, dialect: Any, repeat: int) -> list[QueryFigures]:
             out.append(figures)
             figures.query_s, expected = _timed(repeat, lambda sql=sql: _run(conn, sql))
 
-            def regenerate(sql: str = sql) -> str:
+            def plain(sql: str = sql) -> str:
                 statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
                 if len(statements) != 1:
                     raise ValueError(f"{len(statements)} statements")
                 return str(statements[0].sql(dialect=dialect))
 
-            try:
-                figures.regenerate_s, regenerated = _timed(repeat, regenerate)
-            except Exception as exc:  # sqlglot's ParseError, TokenError and the like
-                figures.problem = f"parse: {_first_line(exc)}"
-                continue
-            try:
-                got = _run(conn, regenerated)
-            except Exception as exc:  # the driver's own error class
-                figures.problem = f"regenerated text fails: {_first_line(exc)}"
-                if source.engine == "postgres":
-                    conn.rollback()
-                continue
-            difference = tpch.differences(_canonical(expected), _canonical(got), tpch.ordered(sql))
-            if difference:
-                figures.problem = f"regenerated text differs: {difference[:200]}"
+            def connector(sql: str = sql) -> str:
+                return str(engine.check_sql(sql).sql())
+
+            figures.regenerate_s, _ = _timed(repeat, lambda: _attempt(plain))
+            figures.problem = _same_result(conn, source, sql, expected, connector)
+            figures.plain_problem = _same_result(conn, source, sql, expected, plain)
     finally:
         conn.close()
     return out
+
+
+def _attempt(work: Callable[[], Any]) -> Any:
+    try:
+        return work()
+    except Exception as exc:  # sqlglot's errors are outcomes here
+        return exc
+
+
+def _same_result(conn: Any, source: Source, sql: str, expected: Any, regenerate: Callable[[], str]) -> str | None:
+    """Why the regenerated text does not give the raw text's result, or None when it does."""
+    try:
+        regenerated = regenerate()
+    except Exception as exc:  # sqlglot's ParseError, an ACP refusal and the like
+        return f"parse: {_first_line(exc)}"
+    try:
+        got = _run(conn, regenerated)
+    except Exception as exc:  # the driver's own error class
+        if source.engine == "postgres":
+            conn.rollback()
+        return f"regenerated text fails: {_first_line(exc)}"
+    difference = tpch.differences(_canonical(expected), _canonical(got), tpch.ordered(sql))
+    return f"regenerated text differs: {difference[:200]}" if difference else None
 
 
 def check_costs(source: Source, figures: list[QueryFigures], repeat: int) -> None:
@@ -263,14 +282,15 @@ def check_costs(source: Source, figures: list[QueryFigures], repeat: int) -> Non
 def measure(engine: str, repeat: int, data: dict[str, list[tuple[Any, ...]]]) -> dict[str, Any]:
     from connectors.databases.engine import engine_for
 
-    dialect = engine_for({"type": CREDENTIAL_TYPES[engine]}).dialect
+    engine_class = engine_for({"type": CREDENTIAL_TYPES[engine]})
+    dialect = engine_class.dialect
     with (
         tempfile.TemporaryDirectory(prefix=f"acp-bench-corpus-{engine}-") as scratch,
         build(engine, data, Path(scratch)) as source,
     ):
         # One phase after the other: DuckDB refuses a second instance of a file with other settings
         # in the same process, and the engine's connection has its own.
-        figures = round_trip(source, dialect, repeat)
+        figures = round_trip(source, engine_class, repeat)
         check_costs(source, figures, repeat)
     return {"engine": engine, "dialect": getattr(dialect, "__name__", str(dialect)), "figures": figures}
 
@@ -284,9 +304,10 @@ def report(results: list[dict[str, Any]], repeat: int) -> None:
     import sqlglot
 
     print()
-    print(f"Round trip through sqlglot {sqlglot.__version__}: parse with the engine's dialect, regenerate, run both")
+    print(f"Round trip through the connector's parser layer (sqlglot {sqlglot.__version__}): the text it runs against "
+          "the raw text")  # fmt: skip
     print(f"{'engine':<9} {'dialect':<9} {'queries':>7} {'round-trip':>10} {'parse fails':>11} {'run fails':>9} "
-          f"{'differ':>6}")  # fmt: skip
+          f"{'differ':>6} {'plain sqlglot':>13}")  # fmt: skip
     for result in results:
         if "error" in result:
             print(f"{result['engine']:<9} FAILED: {result['error']}")
@@ -297,7 +318,8 @@ def report(results: list[dict[str, Any]], repeat: int) -> None:
             f"{result['engine']:<9} {result['dialect']:<9} {len(figures):>7} "
             f"{sum(not p for p in problems):>10} {sum(p.startswith('parse') for p in problems):>11} "
             f"{sum(p.startswith('regenerated text fails') for p in problems):>9} "
-            f"{sum(p.startswith('regenerated text differs') for p in problems):>6}"
+            f"{sum(p.startswith('regenerated text differs') for p in problems):>6} "
+            f"{sum(not f.plain_problem for f in figures):>13}"
         )
     for result in results:
         for entry in result.get("figures", []):
