@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import statistics
 import sys
 import tempfile
@@ -45,12 +44,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.child import run_child  # noqa: E402 - after the path setup
+from bench.scratch_databases import MY, PG, create_mariadb, create_postgres  # noqa: E402
 
 ENGINES = ("sqlite", "duckdb", "postgres", "mysql")
 TABLE = "orders"
 STATUSES = ("new", "paid", "packed", "shipped", "delivered", "returned", "cancelled")
-PG = {"host": "127.0.0.1", "port": 5432, "user": "postgres"}
-MY = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 TARGET_RATIO = 1.5
 TARGET_RSS_MB = 300.0
 ROW_LIMIT = 25
@@ -131,16 +129,8 @@ def build_duckdb(rows: int, scratch: Path) -> Source:
 
 def build_postgres(rows: int, scratch: Path) -> Source:
     import psycopg
-    from psycopg import sql
 
-    database = f"acp_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(**PG, dbname="postgres", autocommit=True, connect_timeout=5) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
-
-    def drop() -> None:
-        with psycopg.connect(**PG, dbname="postgres", autocommit=True, connect_timeout=5) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database)))
-
+    database, drop = create_postgres("acp_bench_")
     try:
         with psycopg.connect(**PG, dbname=database, autocommit=True, connect_timeout=5) as conn:
             conn.execute(
@@ -167,22 +157,7 @@ def build_postgres(rows: int, scratch: Path) -> Source:
 def build_mysql(rows: int, scratch: Path) -> Source:
     import pymysql
 
-    database = f"acp_bench_{secrets.token_hex(4)}"
-    admin = pymysql.connect(**MY, autocommit=True, connect_timeout=5)
-    try:
-        with admin.cursor() as cursor:
-            cursor.execute(f"CREATE DATABASE `{database}`")
-    finally:
-        admin.close()
-
-    def drop() -> None:
-        conn = pymysql.connect(**MY, autocommit=True, connect_timeout=5)
-        try:
-            with conn.cursor() as cursor:
-                cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        finally:
-            conn.close()
-
+    database, drop = create_mariadb("acp_bench_")
     try:
         conn = pymysql.connect(**MY, database=database, autocommit=True, connect_timeout=5)
         try:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import secrets
 import statistics
 import sys
 import tempfile
@@ -44,19 +43,18 @@ def database(views: int) -> Iterator[str]:
     """A throwaway database holding ``plain`` and ``views`` slow views; dropped after."""
     import psycopg
 
-    name = f"acp_bench_views_{secrets.token_hex(4)}"
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
+    from bench.scratch_databases import PG, create_postgres
+
+    name, drop = create_postgres("acp_bench_views_")
     try:
-        with psycopg.connect(f"host=127.0.0.1 user=postgres dbname={name}", autocommit=True) as conn:
+        with psycopg.connect(**PG, dbname=name, autocommit=True) as conn:
             conn.execute("CREATE TABLE plain (id integer PRIMARY KEY, label text)")
             conn.execute("INSERT INTO plain SELECT g, 'label ' || g FROM generate_series(1, 50) g")
             for i in range(views):
                 conn.execute(f"CREATE VIEW slow_{i:02d} AS SELECT g FROM generate_series(1, 3) g, pg_sleep(1)")
         yield name
     finally:
-        with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        drop()
 
 
 async def measure(runs: int, views: int, scratch: Path) -> dict[str, dict[str, list[float]]]:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import secrets
 import statistics
 import sys
 import tempfile
@@ -50,10 +49,10 @@ for path in (ROOT, ROOT / "tests"):
 
 from loader import load_file  # noqa: E402 - after the path setup
 
+from bench.scratch_databases import MY, PG, create_mariadb, create_postgres  # noqa: E402
+
 tpch = load_file(ROOT / "tests" / "connectors" / "databases" / "corpus" / "tpch.py", "acp_bench_corpus_tpch")
 
-PG = {"host": "127.0.0.1", "port": 5432, "user": "postgres"}
-MY = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 CREDENTIAL_TYPES = {"sqlite": "sqlite", "duckdb": "duckdb", "postgres": "postgres", "mariadb": "mysql"}
 SCHEMA = "tpch"  # PostgreSQL: the corpus's own schema, as in the tests
 
@@ -107,9 +106,7 @@ def build(engine: str, data: dict[str, list[tuple[Any, ...]]], scratch: Path) ->
 def _postgres(data: dict[str, list[tuple[Any, ...]]]) -> Iterator[Source]:
     import psycopg
 
-    name = f"acp_bench_corpus_{secrets.token_hex(4)}"
-    with psycopg.connect(**PG, dbname="postgres", autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
+    name, drop = create_postgres("acp_bench_corpus_")
     try:
         with psycopg.connect(**PG, dbname=name, autocommit=True, connect_timeout=5) as conn:
             tpch.load_postgres(conn, data, SCHEMA)
@@ -121,28 +118,23 @@ def _postgres(data: dict[str, list[tuple[Any, ...]]]) -> Iterator[Source]:
 
         yield Source("postgres", {"type": "postgres", **PG, "database": name, "sslmode": "disable"}, SCHEMA, raw)
     finally:
-        with psycopg.connect(**PG, dbname="postgres", autocommit=True, connect_timeout=5) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        drop()
 
 
 def _mariadb(data: dict[str, list[tuple[Any, ...]]]) -> Iterator[Source]:
     import pymysql
 
-    name = f"acp_bench_corpus_{secrets.token_hex(4)}"
-    admin = pymysql.connect(**MY, autocommit=True, connect_timeout=5, charset="utf8mb4")
+    name, drop = create_mariadb("acp_bench_corpus_")
+    admin = pymysql.connect(**MY, database=name, autocommit=True, connect_timeout=5, charset="utf8mb4")
     try:
-        with admin.cursor() as cursor:
-            cursor.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-            cursor.execute(f"USE `{name}`")
         tpch.load_mariadb(admin, data)
         yield Source(
             "mariadb", {"type": "mysql", **MY, "database": name, "ssl_mode": "disabled"}, None,
             lambda: pymysql.connect(**MY, database=name, autocommit=True, connect_timeout=5, charset="utf8mb4"),
         )  # fmt: skip
     finally:
-        with admin.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
         admin.close()
+        drop()
 
 
 # -- measuring ----------------------------------------------------------------------------------------

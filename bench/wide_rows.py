@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import sys
 import tempfile
 import time
@@ -43,7 +42,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.child import run_child  # noqa: E402 - after the path setup
-from bench.db_extract import MY, PG, Source, proc_status_kb, server_pid  # noqa: E402
+from bench.db_extract import Source, proc_status_kb, server_pid  # noqa: E402
+from bench.scratch_databases import MY, PG, create_mariadb, create_postgres  # noqa: E402
 
 ENGINES = ("sqlite", "duckdb", "postgres", "mysql")
 SQL = "SELECT id, body FROM wide ORDER BY id"
@@ -89,16 +89,8 @@ def build_duckdb(rows: int, repeats: int, scratch: Path) -> Source:
 
 def build_postgres(rows: int, repeats: int, scratch: Path) -> Source:
     import psycopg
-    from psycopg import sql
 
-    database = f"acp_bench_wide_{secrets.token_hex(4)}"
-    with psycopg.connect(**PG, dbname="postgres", autocommit=True, connect_timeout=5) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
-
-    def drop() -> None:
-        with psycopg.connect(**PG, dbname="postgres", autocommit=True, connect_timeout=5) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database)))
-
+    database, drop = create_postgres("acp_bench_wide_")
     try:
         with psycopg.connect(**PG, dbname=database, autocommit=True, connect_timeout=5) as conn:
             conn.execute(
@@ -115,7 +107,7 @@ def build_postgres(rows: int, repeats: int, scratch: Path) -> Source:
 def build_mysql(rows: int, repeats: int, scratch: Path) -> Source:
     import pymysql
 
-    database = f"acp_bench_wide_{secrets.token_hex(4)}"
+    database, drop = create_mariadb("acp_bench_wide_")
 
     def admin(statement: str, db: str | None = None) -> None:
         conn = pymysql.connect(**MY, database=db, autocommit=True, connect_timeout=5)
@@ -124,11 +116,6 @@ def build_mysql(rows: int, repeats: int, scratch: Path) -> Source:
                 cursor.execute(statement)
         finally:
             conn.close()
-
-    admin(f"CREATE DATABASE `{database}`")
-
-    def drop() -> None:
-        admin(f"DROP DATABASE IF EXISTS `{database}`")
 
     try:
         admin("CREATE TABLE wide (id BIGINT PRIMARY KEY, body LONGTEXT NOT NULL) ENGINE=InnoDB", database)
