@@ -142,7 +142,7 @@ def _assert_chart(path: Path, runtime_dirs: dict[str, str]) -> None:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-async def test_one_forecast_per_group_with_auto(shop: Path, runtime_dirs, in_process, predict) -> None:
+async def test_one_forecast_per_group(shop: Path, runtime_dirs, in_process, predict) -> None:
     dataset = await _stored_extraction(
         shop, runtime_dirs, in_process, "SELECT fecha, canal, pedidos FROM ventas ORDER BY fecha, canal"
     )
@@ -154,6 +154,7 @@ async def test_one_forecast_per_group_with_auto(shop: Path, runtime_dirs, in_pro
             "group_column": "canal",
             "horizon": 7,
             "interval": 0.95,
+            "method": "theta",
         }
         result = await host.call("forecast", arguments)
         assert not result.is_error, result.text
@@ -166,8 +167,7 @@ async def test_one_forecast_per_group_with_auto(shop: Path, runtime_dirs, in_pro
             assert all(0.4 * base < r["value"] < 2 * base for r in forecasts)
             assert len([r for r in rows if r["group"] == channel and r["kind"] == "actual"]) == DAYS
         series = {s["group"]: s for s in model["extra"]["series"]}
-        assert set(series) == set(CHANNELS)
-        assert all(s["backtest"] and math.isfinite(s["backtest"]["smape"]) for s in series.values())
+        assert set(series) == set(CHANNELS) and {s["method"] for s in series.values()} == {"theta"}
         assert model["extra"]["interval"] == 0.95
         assert Path(model["screenshot_path"]).exists()
 
@@ -183,8 +183,10 @@ async def test_gaps_are_filled_by_the_stated_rule_and_reported(predict) -> None:
     tables = {"gappy": StaticTable(HEADERS, rows)}
     async with predict(tables) as host:
         base = {"table_ref": "gappy", "time_column": "fecha", "value_column": "pedidos", "horizon": 3}
-        result = await host.call("forecast", {**base, "method": "naive", "chart": False})
+        result = await host.call("forecast", {**base, "chart": False})  # auto: a backtest on the series itself
         assert not result.is_error, result.text
+        (series,) = result.model_response["extra"]["series"]
+        assert series["backtest"] and math.isfinite(series["backtest"]["smape"]) and series["backtest"]["origins"] >= 1
         (warning,) = [w for w in result.model_response["warnings"] if "missing" in w]
         assert "4 missing daily period(s) filled by linear interpolation" in warning
         assert "2026-07-21" in warning
@@ -212,7 +214,7 @@ async def test_backtest_ranks_methods_with_smape_mase_and_coverage(predict) -> N
     assert {r["method"] for r in rows} == {"naive", "seasonal_naive", "holt_winters"}
     assert [r["mase"] for r in rows] == sorted(r["mase"] for r in rows)  # best first
     assert all(0 <= r["coverage"] <= 1 and r["origins"] >= 1 for r in rows)
-    assert rows[-1]["method"] == "naive"  # a clean weekly pattern: naive is the worst of the three
+    assert rows[0]["method"] == "holt_winters"  # a clean weekly pattern with a trend: the seasonal model wins
     assert model["extra"]["horizon"] == 14  # the daily default
     assert model["dates"] == ["2026-07-01", (START + dt.timedelta(days=83)).isoformat()]
 
