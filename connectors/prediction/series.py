@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,9 @@ class Frequency:
 
     name: str
     period: int
-    horizon: int  # the default horizon of a backtest (M4's: 6 yearly, 8 quarterly, 18 monthly, 13 weekly, 14 daily, 48 hourly)
+    horizon: (
+        int  # a backtest's default horizon (M4's: 6 yearly, 8 quarterly, 18 monthly, 13 weekly, 14 daily, 48 hourly)
+    )
     months: int = 0  # calendar step for monthly and coarser
     seconds: int = 0  # fixed step for hourly, daily, weekly
 
@@ -154,7 +157,7 @@ def _examples(items: Sequence[str]) -> str:
 def _infer_frequency(times: Sequence[dt.datetime], time_column: str) -> Frequency:
     """The frequency whose step the median gap between consecutive distinct times matches."""
     ordered = sorted(set(times))
-    gaps = sorted((b - a).total_seconds() for a, b in zip(ordered, ordered[1:], strict=False))
+    gaps = sorted((b - a).total_seconds() for a, b in itertools.pairwise(ordered))
     median = gaps[len(gaps) // 2]
     day = 86400.0
     if median == 3600:
@@ -210,9 +213,11 @@ def load(
         group = None if not group_column else _group_name(row.get(group_column))
         cells.setdefault(group, {}).setdefault(moment, []).append(value)
     if bad_times:
-        numbers = " Numbers such as 202401 or 20240115 are not read as dates." if any(
-            isinstance(row.get(time_column), (int, float)) for row in table.rows
-        ) else ""
+        numbers = (
+            " Numbers such as 202401 or 20240115 are not read as dates."
+            if any(isinstance(row.get(time_column), (int, float)) for row in table.rows)
+            else ""
+        )
         raise InvalidArguments(
             f"time_column '{time_column}' has {len(bad_times)} cell(s) that are not ISO dates or datetimes "
             f"({_examples(bad_times)}). Accepted: YYYY-MM-DD, or ISO 8601 such as 2026-09-01T10:00:00Z.{numbers} "
@@ -245,7 +250,7 @@ def load(
         hint = "" if group_column else " or pass the column that tells them apart as group_column"
         raise InvalidArguments(
             f"time_column '{time_column}' repeats {len(duplicated)} time(s) ({_examples(examples)}). Pass "
-            f"aggregate \"sum\" or \"mean\" to combine rows that share a time{hint}."
+            f'aggregate "sum" or "mean" to combine rows that share a time{hint}.'
         )
     totals = {
         group: {moment: _combine(values, aggregate) for moment, values in by_time.items()}
@@ -255,8 +260,7 @@ def load(
     end = max(m for by_time in totals.values() for m in by_time)
     warnings: list[str] = []
     series = [
-        _regular(group, by_time, frequency, end, aggregate, time_column, warnings)
-        for group, by_time in totals.items()
+        _regular(group, by_time, frequency, end, aggregate, time_column, warnings) for group, by_time in totals.items()
     ]
     period = _period(frequency, seasonality, min(s.observed for s in series), warnings)
     return Panel(series, frequency, period, warnings)
@@ -291,7 +295,7 @@ def _regular(
         elif index in slots:
             raise InvalidArguments(
                 f"time_column '{time_column}' has several times in one {frequency.name} period (around "
-                f"{moment.isoformat()}). Pass aggregate \"sum\" or \"mean\" after grouping the table by that "
+                f'{moment.isoformat()}). Pass aggregate "sum" or "mean" after grouping the table by that '
                 "period, or pass a table with one row per period."
             )
         else:

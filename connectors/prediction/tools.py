@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from shared import CallContext, Extraction, Tool, UpstreamError, table_ref_input
+from shared import CallContext, ColumnType, Extraction, Header, Tool, UpstreamError, table_ref_input
 from shared.errors import missing_extra
 from shared.values import json_safe
 
@@ -71,12 +71,17 @@ def _time(panel: ts.Panel, moment: dt.datetime) -> dt.date | dt.datetime:
     return moment if panel.frequency.has_time_of_day else moment.date()
 
 
-def _time_header(panel: ts.Panel) -> dict[str, Any]:
+def _time_header(panel: ts.Panel) -> Header:
     kind = "datetime" if panel.frequency.has_time_of_day else "date"
-    return {"name": "time", "type": kind, "role": "dimension", "description": f"Start of the {panel.frequency.name} period."}
+    return {
+        "name": "time",
+        "type": kind,
+        "role": "dimension",
+        "description": f"Start of the {panel.frequency.name} period.",
+    }
 
 
-def _group_header(panel: ts.Panel, group_column: str | None) -> list[dict[str, Any]]:
+def _group_header(panel: ts.Panel, group_column: str | None) -> list[Header]:
     if group_column is None:
         return []
     return [{"name": "group", "type": "string", "role": "dimension", "description": f"Value of {group_column}."}]
@@ -112,7 +117,13 @@ async def forecast(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
         for one in panel.series:
             result, capped = _run(
                 "forecast",
-                {"values": one.values, "period": panel.period, "horizon": horizon, "method": method, "interval": interval},
+                {
+                    "values": one.values,
+                    "period": panel.period,
+                    "horizon": horizon,
+                    "method": method,
+                    "interval": interval,
+                },
             )
             label = f"Group {one.group!r}: " if one.group is not None else ""
             warnings.extend(label + w for w in capped)
@@ -120,7 +131,7 @@ async def forecast(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
             if fallback and not capped:
                 warnings.append(f"{label}{fallback}.")
             fits.append(result)
-        headers = [
+        headers: list[Header] = [
             _time_header(panel),
             *_group_header(panel, group_column),
             {"name": "kind", "type": "string", "role": "dimension", "description": "actual or forecast."},
@@ -171,7 +182,12 @@ async def forecast(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
         description=f"Forecast of {_subject(ref, arguments, panel)}: {horizon} periods ahead, method {method}, "
         f"{interval:.0%} interval.",
         dates=[first.date().isoformat(), last.date().isoformat()],
-        extra={"frequency": frequency.name, "seasonal_period": panel.period, "interval": interval, "series": per_series},
+        extra={
+            "frequency": frequency.name,
+            "seasonal_period": panel.period,
+            "interval": interval,
+            "series": per_series,
+        },
         warnings=[*panel.warnings, *warnings],
         applied_arguments={"method": method, "interval": interval},
         source={"table_ref": ref},
@@ -199,7 +215,9 @@ def _chart(
         end = len(one.values)
         panels.append(
             chart.Panel(
-                title=f"{arguments['group_column']} = {one.group} · {fit.method}" if one.group is not None else fit.method,
+                title=f"{arguments['group_column']} = {one.group} · {fit.method}"
+                if one.group is not None
+                else fit.method,
                 actual_times=[one.time(frequency, i) for i in observed],
                 actual=[one.values[i] for i in observed],
                 forecast_times=[one.time(frequency, end + k) for k in range(len(fit.point))],
@@ -239,15 +257,36 @@ async def backtest(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
                 *_group_header(panel, group_column),
                 {"name": "method", "type": "string", "role": "dimension"},
                 {"name": "smape", "type": "number", "role": "metric", "description": "sMAPE (M4), percent."},
-                {"name": "mase", "type": "number", "role": "metric", "description": "MASE (M4); below 1 beats seasonal naive in-sample."},
-                {"name": "coverage", "type": "number", "role": "metric", "description": f"Share of actuals inside the {interval:.0%} interval."},
-                {"name": "origins", "type": "integer", "role": "attribute", "description": "Rolling origins evaluated."},
+                {
+                    "name": "mase",
+                    "type": "number",
+                    "role": "metric",
+                    "description": "MASE (M4); below 1 beats seasonal naive in-sample.",
+                },
+                {
+                    "name": "coverage",
+                    "type": "number",
+                    "role": "metric",
+                    "description": f"Share of actuals inside the {interval:.0%} interval.",
+                },
+                {
+                    "name": "origins",
+                    "type": "integer",
+                    "role": "attribute",
+                    "description": "Rolling origins evaluated.",
+                },
             ]
         )
         for one in panel.series:
             scores, capped = _run(
                 "backtest",
-                {"values": one.values, "period": panel.period, "horizon": horizon, "methods": methods, "interval": interval},
+                {
+                    "values": one.values,
+                    "period": panel.period,
+                    "horizon": horizon,
+                    "methods": methods,
+                    "interval": interval,
+                },
             )
             label = f"Group {one.group!r}: " if one.group is not None else ""
             warnings.extend(label + w for w in capped)
@@ -297,11 +336,18 @@ async def detect_anomalies(arguments: dict[str, Any], ctx: CallContext) -> Extra
                 {"name": "expected", "type": "number", "role": "metric", "description": "Trend plus season."},
                 {"name": "lower", "type": "number", "role": "metric"},
                 {"name": "upper", "type": "number", "role": "metric"},
-                {"name": "score", "type": "number", "role": "metric", "description": "Distance outside the band, in robust standard deviations."},
+                {
+                    "name": "score",
+                    "type": "number",
+                    "role": "metric",
+                    "description": "Distance outside the band, in robust standard deviations.",
+                },
             ]
         )
         for one in panel.series:
-            found, capped = _run("detect_anomalies", {"values": one.values, "period": panel.period, "interval": interval})
+            found, capped = _run(
+                "detect_anomalies", {"values": one.values, "period": panel.period, "interval": interval}
+            )
             label = f"Group {one.group!r}: " if one.group is not None else ""
             warnings.extend(label + w for w in capped)
             filled = set(one.filled)
@@ -347,7 +393,8 @@ def _input(*, horizon: Literal["required", "optional", "none"], extra: dict[str,
             "value_column": {"type": "string", "description": "Numeric column to model."},
             "group_column": {
                 "type": "string",
-                "description": f"Optional column splitting the table into series (at most {ts.MAX_GROUPS}), one model each.",
+                "description": f"Optional column splitting the table into series (at most {ts.MAX_GROUPS}), "
+                "one model each.",
             },
             "seasonality": {
                 "type": "integer",
@@ -392,14 +439,23 @@ FORECAST = Tool(
     input_schema=_input(
         horizon="required",
         extra={
-            "method": {"type": "string", "enum": list(METHODS), "default": "auto", "description": "Forecasting method."},
+            "method": {
+                "type": "string",
+                "enum": list(METHODS),
+                "default": "auto",
+                "description": "Forecasting method.",
+            },
             "interval": {
                 "type": "number",
                 "enum": list(INTERVALS),
                 "default": 0.8,
                 "description": "Coverage of the prediction interval.",
             },
-            "chart": {"type": "boolean", "default": True, "description": "Draw a PNG of the forecast (screenshot_path)."},
+            "chart": {
+                "type": "boolean",
+                "default": True,
+                "description": "Draw a PNG of the forecast (screenshot_path).",
+            },
         },
     ),
 )
@@ -425,7 +481,12 @@ BACKTEST = Tool(
                 "uniqueItems": True,
                 "description": "Methods to compare; default all.",
             },
-            "interval": {"type": "number", "enum": list(INTERVALS), "default": 0.8, "description": "Interval whose coverage is measured."},
+            "interval": {
+                "type": "number",
+                "enum": list(INTERVALS),
+                "default": 0.8,
+                "description": "Interval whose coverage is measured.",
+            },
         },
     ),
 )
@@ -454,4 +515,3 @@ DETECT_ANOMALIES = Tool(
     ),
 )
 TOOLS = (FORECAST, BACKTEST, DETECT_ANOMALIES)
-

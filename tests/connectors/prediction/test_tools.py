@@ -258,9 +258,7 @@ BAD_TABLES: dict[str, Any] = {
     "bad_dates": StaticTable(HEADERS, [*GOOD[:5], {"fecha": "31/12/2026", "pedidos": 3}]),
     "duplicates": StaticTable(HEADERS, [*GOOD, GOOD[3]]),
     "short": StaticTable(HEADERS, GOOD[:2]),
-    "minutes": StaticTable(
-        HEADERS, [{"fecha": f"2026-07-01T10:{m:02d}:00", "pedidos": m} for m in range(0, 60, 15)]
-    ),
+    "minutes": StaticTable(HEADERS, [{"fecha": f"2026-07-01T10:{m:02d}:00", "pedidos": m} for m in range(0, 60, 15)]),
 }
 
 
@@ -296,3 +294,13 @@ async def test_a_client_without_host_tables(predict, capability) -> None:
         arguments = {"table_ref": "good", "time_column": "fecha", "value_column": "pedidos", "horizon": 3}
         result = await host.call("forecast", arguments)
     assert result.error_name == "ACP_HOST_TABLES_UNSUPPORTED"
+
+
+async def test_the_methods_block_tells_the_rules(predict) -> None:
+    async with predict({}) as host:
+        result = await host.call("autocontext", {"request_data": ["methods"]})
+    assert not result.is_error, result.text
+    (block,) = result.model_response
+    assert block["id"] == "methods"
+    assert block["data"]["frequencies"]["daily"] == {"seasonal_period": 7}
+    assert "auto" in block["data"]["methods"] and "202401" in block["data"]["times"]
