@@ -72,7 +72,7 @@ def _time(panel: ts.Panel, moment: dt.datetime) -> dt.date | dt.datetime:
 
 
 def _time_header(panel: ts.Panel) -> Header:
-    kind = "datetime" if panel.frequency.has_time_of_day else "date"
+    kind: ColumnType = "datetime" if panel.frequency.has_time_of_day else "date"
     return {
         "name": "time",
         "type": kind,
