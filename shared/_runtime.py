@@ -455,6 +455,14 @@ class AcpRuntime:
         catalog = self.connector.catalog_for(tool)
         if output.dates is None:
             output.dates = window or [local_today().isoformat()]
+        if output.screenshot_path is not None and ctx.request is not None:
+            # spec 8.10: a remote host cannot read a path on this machine, so over HTTP it is not sent.
+            output.screenshot_path.unlink(missing_ok=True)
+            output.screenshot_path = None
+            output.warnings.append(
+                "The chart is left out: over HTTP the server does not send a path on its own machine (spec 8.10). "
+                "Run the connector as a local (stdio) server to see it."
+            )
         delivery = Delivery(
             row_limit=eff.row_limit,
             field_limit=eff.field_limit,

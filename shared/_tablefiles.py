@@ -1,4 +1,5 @@
-"""``table_uri`` files (spec 8.5): random names, owner-only permissions, removed after a TTL.
+"""``table_uri`` files (spec 8.5) and local artifacts (8.10): random names, owner-only
+permissions, removed after a TTL.
 
 The directory is ``ACP_TMP_DIR`` when the host sets it, else a private ``acp-results-*``
 folder under the system temporary directory, removed with everything in it when the process
@@ -25,6 +26,9 @@ from urllib.request import url2pathname
 DEFAULT_TTL_S = 3600
 _SWEEP_EVERY_S = 60.0
 _SUFFIX = ".json"
+# Local artifacts a tool may write next to the table files (spec 8.10 ``screenshot_path``).
+ARTIFACT_SUFFIXES = frozenset({".png", ".jpg"})
+_SUFFIXES = (_SUFFIX, *sorted(ARTIFACT_SUFFIXES))
 
 
 class TableFiles:
@@ -61,10 +65,13 @@ class TableFiles:
                 self._dir = path.resolve()
             return self._dir
 
-    def create(self) -> tuple[Path, BinaryIO]:
-        """A new file opened for writing, readable and writable by the owner only."""
+    def create(self, suffix: str = _SUFFIX) -> tuple[Path, BinaryIO]:
+        """A new file opened for writing, readable and writable by the owner only: a table file,
+        or with a suffix of :data:`ARTIFACT_SUFFIXES` an image that expires the same way."""
+        if suffix not in _SUFFIXES:
+            raise ValueError(f"unsupported file suffix {suffix!r}; one of {', '.join(_SUFFIXES)}")
         self.sweep()
-        path = self.directory / f"{self.prefix}-{secrets.token_hex(16)}{_SUFFIX}"
+        path = self.directory / f"{self.prefix}-{secrets.token_hex(16)}{suffix}"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
         self._arm_sweep()
         return path, os.fdopen(fd, "wb", buffering=1024 * 1024)
@@ -90,13 +97,13 @@ class TableFiles:
             self._arm_sweep()
 
     def _own_files(self) -> Iterator[os.DirEntry[str]]:
-        """This connector's table files in the folder (other connectors may share ``ACP_TMP_DIR``)."""
+        """This connector's table files and artifacts in the folder (other connectors may share ``ACP_TMP_DIR``)."""
         try:
             entries = list(os.scandir(self.directory))
         except OSError:
             return
         for entry in entries:
-            if entry.name.startswith(self.prefix + "-") and entry.name.endswith(_SUFFIX):
+            if entry.name.startswith(self.prefix + "-") and entry.name.endswith(_SUFFIXES):
                 yield entry
 
     def sweep(self, force: bool = False) -> int:

@@ -8,7 +8,8 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -252,6 +253,12 @@ class CallContext:
         )
         self._writers.append(writer)
         return writer
+
+    def artifact(self, suffix: str = ".png") -> tuple[Path, BinaryIO]:
+        """A new file for a local artifact (spec 8.10), opened for writing: an image to return as
+        :attr:`~shared.results.Extraction.screenshot_path`. It lives with the table files
+        (``ACP_TMP_DIR``), readable by the owner only, and is swept after the same TTL."""
+        return self._files.create(suffix)
 
     def discard_tables(self) -> None:
         for writer in self._writers:

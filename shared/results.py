@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import _jsonio as jsonio
@@ -36,6 +37,11 @@ class Extraction:
 
     ``multi=True`` asks for the multi-table shape of spec 8.2.1; a host without
     ``multi_table`` then receives only the primary table in the shape of 8.2.
+
+    ``screenshot_path`` is an image the tool wrote on the server's machine (spec 8.10), made
+    with :meth:`~shared.context.CallContext.artifact`: ``model_response`` carries its absolute
+    path, never its bytes, and the host shows the picture. Over HTTP the core leaves it out,
+    since a remote host cannot read the server's files.
     """
 
     tables: list[TableData]
@@ -51,6 +57,7 @@ class Extraction:
     cost_actual_usd: float | None = 0.0
     multi: bool = False
     applied_arguments: JsonObject | None = None  # defaults the tool applied, for repeatability
+    screenshot_path: Path | None = None
 
 
 @dataclass
@@ -216,6 +223,12 @@ def _optional_parts(model: JsonObject, extras: JsonObject, keys: Sequence[str]) 
             model[key] = extras[key]
 
 
+def _artifact(model: JsonObject, result: Extraction) -> None:
+    # spec 8.10: the path whole, outside the parts the budget shrinks (a cut path names no file).
+    if result.screenshot_path is not None:
+        model["screenshot_path"] = str(result.screenshot_path)
+
+
 def _text_columns(table: TableData | None) -> list[str] | None:
     """The columns that can hold long values: texts and JSON (spec 8.6); numbers, booleans and ISO
     dates are short by their type."""
@@ -255,6 +268,7 @@ def _single_parts(
             "columns": columns,
             "rows": [],
         }
+        _artifact(model, result)
         _optional_parts(model, parts, ("totals", "extra", "warnings", "autocontext"))
         return model, [model]
 
@@ -350,6 +364,7 @@ def _multi_parts(
         model["tables"] = entries
         if not_extracted:
             model["not_extracted"] = not_extracted
+        _artifact(model, result)
         _optional_parts(model, parts, ("totals", "extra", "warnings", "autocontext"))
         return model, list(entries.values())
 

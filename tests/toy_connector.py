@@ -298,6 +298,28 @@ async def screenshot(arguments: dict[str, Any], ctx: CallContext) -> Info:
     return Info(data={"screenshot_path": "/tmp/toy-shot.png", "pdf_path": "/tmp/toy.pdf", "note": "artifacts"})
 
 
+# The smallest valid PNG: a 1x1 transparent pixel.
+TINY_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000100e5270de40000000049454e44ae426082"
+)
+
+
+async def chart(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
+    """An extraction with a local artifact (spec 8.10): one row and a PNG written with ``ctx.artifact``."""
+
+    def build() -> tuple[Any, Path]:
+        path, handle = ctx.artifact(".png")
+        with handle:
+            handle.write(TINY_PNG)
+        writer = ctx.table(columns=[{"name": "x", "type": "integer"}])
+        writer.extend([{"x": 1}])
+        return writer.finish(), path
+
+    table, path = await ctx.run_blocking(build)
+    return Extraction(tables=[table], description="Toy chart.", screenshot_path=path)
+
+
 async def sleep(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
     seconds = float(arguments["seconds"])
     stop = threading.Event()
@@ -407,6 +429,14 @@ TOOLS = (
         name="screenshot",
         description="Takes a toy screenshot.",
         run=screenshot,
+        requires_resource=False,
+        requires_credentials=False,
+    ),
+    Tool(
+        name="chart",
+        description="A one-row extraction with a chart.",
+        kind="extraction",
+        run=chart,
         requires_resource=False,
         requires_credentials=False,
     ),

@@ -144,13 +144,25 @@ def duckdb_share(archive: Path) -> int:
     return sum(i.compress_size for i in entries(archive) if re.search(r"/lib/(_duckdb|duckdb)", i.filename))
 
 
+# The prediction zip's documented exception (its README): the scientific stack statsmodels and matplotlib need.
+_SCIENTIFIC = r"/lib/(numpy|scipy|pandas|statsmodels|matplotlib|fontTools|PIL|pillow|kiwisolver|contourpy|patsy)"
+
+
+def exception_share(connector_id: str, archive: Path) -> int:
+    """The compressed bytes of a connector's documented exception to the 25 MB cap."""
+    if connector_id == "prediction":
+        return sum(i.compress_size for i in entries(archive) if re.search(_SCIENTIFIC, i.filename))
+    return duckdb_share(archive)
+
+
 @pytest.mark.parametrize("connector_id", CONNECTORS)
 def test_zips_stay_under_the_25_mb_cap_except_for_duckdb(built: Mapping[str, Path], connector_id: str) -> None:
-    """Only what the connector imports is vendored. DuckDB's engine (about 25 MB compressed) is the one
-    documented exception: the databases zip may exceed the cap by DuckDB's own share, no more."""
+    """Only what the connector imports is vendored. Two documented exceptions: DuckDB's engine (about 25 MB
+    compressed) in the databases zip, and the scientific stack (numpy, scipy, pandas, statsmodels, matplotlib;
+    about 80 MB) in the prediction zip, each by its own share, no more."""
     archive = built[connector_id]
     size = archive.stat().st_size
-    assert size - duckdb_share(archive) <= 25 * MB, f"{archive.name}: {size / MB:.1f} MiB"
+    assert size - exception_share(connector_id, archive) <= 25 * MB, f"{archive.name}: {size / MB:.1f} MiB"
     if connector_id == "databases":
         assert duckdb_share(archive) > 10 * MB  # the exception is DuckDB's engine, not something else
 
@@ -473,7 +485,7 @@ def test_other_platforms_resolve_and_build(
     assert ("GLIBC = (2, 28)" if tag.startswith("manylinux") else "GLIBC = None") in launcher
     if tag == "win_amd64":
         assert any("/lib/pywin32" in n or "/lib/win32" in n for n in listed)  # a Windows-only dependency
-    assert archive.stat().st_size - duckdb_share(archive) <= 25 * MB
+    assert archive.stat().st_size - exception_share(connector_id, archive) <= 25 * MB
 
 
 # -- the locks ---------------------------------------------------------------------------------

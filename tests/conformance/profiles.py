@@ -289,6 +289,33 @@ def _bigquery(folder: Path, canary: str) -> Iterator[Source]:
         )
 
 
+@contextlib.contextmanager
+def _prediction(folder: Path, canary: str) -> Iterator[Source]:
+    """No resource, no credentials: forecast 60 days of a host table 30 days ahead (spec 6.1, 8.8, 16.7)."""
+    start = dt.date(2026, 1, 1)
+    history = [{"date": (start + dt.timedelta(days=i)).isoformat(), "sessions": 100 + i % 7} for i in range(60)]
+    yield Source(
+        extraction=(
+            "forecast",
+            {
+                "table_ref": "ds_sessions",
+                "time_column": "date",
+                "value_column": "sessions",
+                "horizon": 30,
+                "method": "seasonal_naive",
+                "chart": False,
+            },
+        ),
+        extraction_rows=90,  # 30 forecast rows and the 60 actuals
+        host_tables={
+            "ds_sessions": HostTableRows(
+                headers=[{"name": "date", "type": "date"}, {"name": "sessions", "type": "integer"}], rows=history
+            )
+        },
+        canary_credentials=({"api_key": canary},),
+    )
+
+
 # -- test-only connectors -------------------------------------------------------------------------
 TOY_REPORT = {"start_date": "2026-03-01", "end_date": "2026-03-31", "rows": 40}
 
@@ -358,6 +385,7 @@ PROFILES: dict[str, Profile] = {
         slow=frozenset({"postgres", "mysql"}),
     ),
     "bigquery": Profile("bigquery", {"fake": _bigquery}),
+    "prediction": Profile("prediction", {"host_table": _prediction}),
     "toy": Profile("toy", {"report": _toy_report, "browse": _toy_browse}, module="toy_connector"),
     "toy_local": Profile("toy_local", {"host_table": _toy_local}, module="toy_local_connector"),
 }

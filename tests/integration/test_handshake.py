@@ -21,7 +21,7 @@ async def test_capability_instructions_and_server_info(toy_host) -> None:
         assert cap["resource_id"]["title"] == "Account" and cap["resource_id"]["examples"] == ["acc_1", "acc_1.web"]
         assert cap["autocontext"] == {"cache_ttl_s": 21600, "delivery": ["inject", "suggest", "on_first_call"]}
         assert cap["cost"] == {"currency": "USD", "model": "free", "description": "Free."}
-        assert cap["extraction_tools"] == ["report", "values", "browse", "sleep", "stream", "wide"]
+        assert cap["extraction_tools"] == ["report", "values", "browse", "chart", "sleep", "stream", "wide"]
         assert [e["name"] for e in cap["table_catalog"]] == ["hits", "cookies", "network"]
         assert cap["table_catalog"][2]["required"] is True
         # Unknown schema keywords travel untouched (spec 5.5.4, 5.5.5).

@@ -99,6 +99,18 @@ async def test_extraction_on_both_paths_and_health(toy_http) -> None:
             assert status == 200 and json.loads(body) == {"status": "ok", "acp": "toy", "version": "9.9.9"}
 
 
+async def test_a_chart_path_is_not_sent_over_http(toy_http, runtime_dirs) -> None:
+    """spec 8.10: a remote host cannot read a path on the server, so it is left out, with a warning,
+    and the file is removed at once."""
+    with toy_http() as server:
+        async with AcpHost(url=server.url) as host:
+            result = await host.call("chart", {})
+    assert not result.is_error and "screenshot_path" not in result.model_response
+    assert any("chart is left out" in w for w in result.model_response["warnings"])
+    assert result.rows() == [{"x": 1}]
+    assert not list(Path(runtime_dirs["ACP_TMP_DIR"]).glob("*.png"))
+
+
 async def test_fifty_concurrent_sessions_never_see_each_other(toy_http) -> None:
     """Spec 3.2: configuration, credentials, effective limits, caches and on_first_call are per HTTP session.
 

@@ -186,6 +186,21 @@ async def test_host_that_does_not_store_system_data_gets_none(toy_host) -> None:
         assert result.system_data is None and result.model_response["total_rows"] == 3
 
 
+async def test_an_extraction_carries_a_local_chart_path_never_its_bytes(toy_host, runtime_dirs) -> None:
+    """spec 8.10: an extraction's model_response may name a PNG on this machine, written owner-only
+    with the table files (ACP_TMP_DIR), and swept with them."""
+    async with toy_host() as host:
+        result = await host.call("chart", {})
+        assert not result.is_error and result.kind == "extraction"
+        path = Path(result.model_response["screenshot_path"])
+        assert path.is_absolute() and path.parent == Path(runtime_dirs["ACP_TMP_DIR"]).resolve()
+        assert path.suffix == ".png" and path.read_bytes().startswith(b"\x89PNG")
+        if os.name == "posix":
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert "PNG" not in result.text and "warnings" not in result.model_response
+        assert result.rows() == [{"x": 1}]
+
+
 async def test_tools_without_resource_or_credentials_and_artifacts(toy_host) -> None:
     async with toy_host() as host:
         shot = await host.call("screenshot", {})

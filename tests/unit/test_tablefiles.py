@@ -153,6 +153,24 @@ def test_create_sweeps_expired_files_first(files):
     assert path.exists()
 
 
+def test_artifacts_are_owner_only_and_swept_with_the_tables(files):
+    """spec 8.10: a chart lives with the table files and expires after the same TTL."""
+    path, handle = files.create(".png")
+    with handle:
+        handle.write(b"\x89PNG")
+    assert re.fullmatch(r"unit-[0-9a-f]{32}\.png", path.name) and path.parent == files.directory
+    if os.name == "posix":
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    make_old(path, files.ttl_s + 10)
+    assert files.sweep(force=True) == 1 and not path.exists()
+
+
+def test_create_refuses_a_suffix_the_sweep_would_not_see(files):
+    with pytest.raises(ValueError, match="unsupported file suffix"):
+        files.create(".txt")
+    assert not any(files.directory.iterdir())
+
+
 # -- sweep ----------------------------------------------------------------------------------
 
 
