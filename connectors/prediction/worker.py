@@ -11,6 +11,7 @@ counts the fit, not the import.
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import queue
@@ -215,6 +216,7 @@ def _default_pool() -> WorkerPool:
     with _pool_lock:
         if _pool is None:
             _pool = WorkerPool()
+            atexit.register(close)  # a worker would also end on its closed stdin; this ends it now
         return _pool
 
 
@@ -224,7 +226,7 @@ def run_capped(name: str, kwargs: dict[str, Any], cap_s: float | None = None) ->
 
 
 def close() -> None:
-    """Stop the shared pool's workers (the server calls this on shutdown)."""
+    """Stop the shared pool's workers (registered to run when the server's process exits)."""
     global _pool  # noqa: PLW0603
     with _pool_lock:
         if _pool is not None:

@@ -174,12 +174,18 @@ def test_bigquery_leaves_grpc_out(built: Mapping[str, Path]) -> None:
     assert any(n.startswith("bigquery/lib/google/cloud/bigquery/") for n in listed)
 
 
-def lock_pins(connector_id: str) -> dict[str, str]:
+def lock_pins(connector_id: str, python: str = "3.11") -> dict[str, str]:
+    """The lock's pins for one Python (the zips here are built for cp311): a universal lock pins some
+    packages twice, under markers (numpy 2.5 needs Python 3.12; 3.11 gets 2.4)."""
+    from packaging.markers import Marker
+
+    environment = {"python_version": python, "python_full_version": f"{python}.0"}
     text = (ROOT / "build" / "locks" / f"{connector_id}.txt").read_text()
-    return {
-        m.group(1).lower().replace("_", "-"): m.group(2)
-        for m in re.finditer(r"^([A-Za-z0-9_.-]+)==([^\s;\\]+)", text, re.M)
-    }
+    pins = {}
+    for m in re.finditer(r"^([A-Za-z0-9_.-]+)==([^\s;\\]+)(?: ; ([^\\\n]+))?", text, re.M):
+        if m.group(3) is None or Marker(m.group(3).strip()).evaluate(environment):
+            pins[m.group(1).lower().replace("_", "-")] = m.group(2)
+    return pins
 
 
 @pytest.mark.parametrize("connector_id", CONNECTORS)
