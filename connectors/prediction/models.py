@@ -17,7 +17,9 @@ boundary as plain Python (lists, dicts, dataclasses), so results pickle cheaply.
 - ``arima``: a small automatic ARIMA: the season removed by classical decomposition when the M4 seasonality test
   says so, the order of differencing from KPSS tests, then p, q ≤ 2 by AICc with statsmodels ``ARIMA``.
 - ``auto``: ETS chosen by AICc (the most accurate option that ``bench/forecast_accuracy.py`` measured, see
-  bench/README.md), with a rolling-origin backtest of that choice on the series itself, reported in ``backtest``.
+  bench/README.md), with a rolling-origin backtest of that choice on the series itself, reported in ``backtest``
+  (the coverage there is of the model's own interval); the interval is widened by a conformal factor from that
+  backtest's errors (``interval_scale``), because the model's own interval assumes the model is right.
 """
 
 from __future__ import annotations
