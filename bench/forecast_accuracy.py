@@ -170,6 +170,7 @@ def evaluate(series: Series, methods: tuple[str, ...]) -> dict[str, object]:
             "upper": result.upper,
             "seconds": elapsed,
             "chosen": result.params.get("model") or result.params.get("order"),
+            "interval_scale": result.params.get("interval_scale"),
         }
     for name, function in BASELINE_FUNCTIONS.items():
         out[name] = {"point": function(train, series.period, h).tolist()}
@@ -224,17 +225,28 @@ def main() -> None:
         print(f"| {method} | " + " | ".join(cells) + " |")
 
     print("\n80% interval coverage of the held-out points, and seconds per forecast call (median / p90 / max)")
-    print("| method | coverage Y+Q+M | coverage daily | median s | p90 s | max s |")
-    print("|---|---|---|---|---|---|")
+    coverage_sets = {g: gs for g, gs in group_sets.items() if g != "daily"}
+    coverage_sets["Y+Q+M"] = coverage_sets.pop("overall (Y+Q+M)")
+    coverage_sets["daily"] = group_sets["daily"]
+    print("| method | " + " | ".join(f"coverage {g}" for g in coverage_sets) + " | median s | p90 s | max s |")
+    print("|---" * (len(coverage_sets) + 4) + "|")
     for method in methods:
-        seasonal = [r for r in results if r["group"] != "daily"]
-        daily = [r for r in results if r["group"] == "daily"]
+        cells = [
+            f"{mean([r for r in results if r['group'] in gs], method, 'coverage'):.1%}" for gs in coverage_sets.values()
+        ]
         times = sorted(r[method]["seconds"] for r in results)  # type: ignore[index]
         p90 = times[int(0.9 * (len(times) - 1))]
         print(
-            f"| {method} | {mean(seasonal, method, 'coverage'):.1%} | {mean(daily, method, 'coverage'):.1%} "
-            f"| {statistics.median(times):.2f} | {p90:.2f} | {times[-1]:.2f} |"
+            f"| {method} | " + " | ".join(cells) + f" | {statistics.median(times):.2f} | {p90:.2f} | {times[-1]:.2f} |"
         )
+    for method in methods:
+        scales = [r[method]["interval_scale"] for r in results if r[method]["interval_scale"] is not None]  # type: ignore[index]
+        if scales:
+            widened = sum(s > 1 for s in scales)
+            print(
+                f"\n{method}: interval widened on {widened} of {len(scales)} series by its backtest's factor "
+                f"(median {statistics.median(scales):.2f}, max {max(scales):.2f})"
+            )
 
 
 if __name__ == "__main__":

@@ -69,6 +69,43 @@ def test_auto_reports_its_choice_and_backtest() -> None:
     assert result.backtest is not None
     assert 0 <= result.backtest["coverage"] <= 1
     assert result.backtest["smape"] < 10
+    assert result.params["interval_scale"] >= 1
+    # The calibration widens the interval only: the point forecast is ETS's own.
+    assert result.point == models.forecast(seasonal_series().tolist(), 12, 6, "ets").point
+
+
+def test_auto_widens_a_misspecified_models_interval_to_its_level() -> None:
+    # Random walks with heavy-tailed steps whose scale grows fivefold: ETS assumes a constant variance, so its 80%
+    # interval covers about half of the held-out points; the backtest's conformal factor should bring that to ~80%.
+    rng = np.random.default_rng(0)
+    raw, calibrated, scales = [], [], []
+    for _ in range(10):
+        y = 100 + np.cumsum(rng.standard_t(5, 80) * np.linspace(0.5, 3, 80))
+        train, test = y[:-8].tolist(), y[-8:]
+        auto = models.forecast(train, 1, 8, "auto", 0.8)
+        point, lower, upper = np.asarray(auto.point), np.asarray(auto.lower), np.asarray(auto.upper)
+        assert np.all(lower <= point) and np.all(point <= upper)
+        scale = auto.params["interval_scale"]
+        assert scale >= 1  # never narrower than the model's own interval
+        scales.append(scale)
+        # The model's own interval, before the widening (half-widths divided by the factor).
+        raw.append(models.coverage(test, point - (point - lower) / scale, point + (upper - point) / scale))
+        calibrated.append(models.coverage(test, lower, upper))
+    assert sum(scale > 1 for scale in scales) >= 6
+    assert np.mean(raw) < 0.7
+    assert 0.65 <= np.mean(calibrated) <= 0.95
+
+
+def test_interval_scale_is_the_conformal_quantile_of_the_backtest_ratios_and_never_below_one() -> None:
+    def run(errors: list[float]) -> tuple[np.ndarray, np.ndarray, models._Fit]:
+        zeros = np.zeros(len(errors))
+        return zeros, np.asarray(errors), models._Fit(zeros, zeros - 1, zeros + 2, {})
+
+    # Ratios 1..9 (positive errors are measured against the upper half-width, 2): with 9 ratios, the 80% conformal
+    # rank is ceil(10 · 0.8) = 8.
+    ratios = [-1.0, -2.0, -3.0, 8.0, 10.0, 12.0, 14.0, 16.0, 18.0]
+    assert models.interval_scale([run(ratios[:4]), run(ratios[4:])], 0.8) == 8.0
+    assert models.interval_scale([run([0.1, -0.2, 0.3])], 0.8) == 1.0
 
 
 def test_a_wider_interval_is_wider() -> None:
