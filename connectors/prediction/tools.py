@@ -45,6 +45,20 @@ def _run(name: str, kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
         raise UpstreamError(f"The statistics failed on the server ({exc}). Try again, or a simpler method.") from None
 
 
+def _each_series(
+    panel: ts.Panel, name: str, options: dict[str, Any], warnings: list[str]
+) -> list[tuple[ts.Series, Any, str, list[str]]]:
+    """``models.<name>`` on each series of the panel, with the same options and its own values: (series, result,
+    its label for warnings, the warnings of the time cap). The cap's warnings are added to ``warnings``."""
+    out = []
+    for one in panel.series:
+        result, capped = _run(name, {"values": one.values, "period": panel.period, **options})
+        label = f"Group {one.group!r}: " if one.group is not None else ""
+        warnings.extend(label + w for w in capped)
+        out.append((one, result, label, capped))
+    return out
+
+
 async def _panel(arguments: dict[str, Any], ctx: CallContext) -> tuple[str, ts.Panel]:
     _require_statistics()
     ref = str(arguments["table_ref"])
@@ -114,21 +128,10 @@ async def forecast(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
     def build() -> tuple[Any, list[dict[str, Any]], list[str], Any]:
         warnings: list[str] = []
         fits = []
-        for one in panel.series:
-            result, capped = _run(
-                "forecast",
-                {
-                    "values": one.values,
-                    "period": panel.period,
-                    "horizon": horizon,
-                    "method": method,
-                    "interval": interval,
-                },
-            )
-            label = f"Group {one.group!r}: " if one.group is not None else ""
-            warnings.extend(label + w for w in capped)
+        options = {"horizon": horizon, "method": method, "interval": interval}
+        for _, result, label, capped in _each_series(panel, "forecast", options, warnings):
             fallback = result.params.get("fallback")
-            if fallback and not capped:
+            if fallback and not capped:  # the cap's own warning already says it
                 warnings.append(f"{label}{fallback}.")
             fits.append(result)
         headers: list[Header] = [
@@ -277,19 +280,8 @@ async def backtest(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
                 },
             ]
         )
-        for one in panel.series:
-            scores, capped = _run(
-                "backtest",
-                {
-                    "values": one.values,
-                    "period": panel.period,
-                    "horizon": horizon,
-                    "methods": methods,
-                    "interval": interval,
-                },
-            )
-            label = f"Group {one.group!r}: " if one.group is not None else ""
-            warnings.extend(label + w for w in capped)
+        options = {"horizon": horizon, "methods": methods, "interval": interval}
+        for one, scores, label, _ in _each_series(panel, "backtest", options, warnings):
             if not scores:
                 warnings.append(
                     f"{label}{one.observed} points are too few for a rolling-origin backtest of horizon {horizon}: "
@@ -340,16 +332,11 @@ async def detect_anomalies(arguments: dict[str, Any], ctx: CallContext) -> Extra
                     "name": "score",
                     "type": "number",
                     "role": "metric",
-                    "description": "Distance outside the band, in robust standard deviations.",
+                    "description": "Distance outside the band, in half-widths of the band: above 1, far outside.",
                 },
             ]
         )
-        for one in panel.series:
-            found, capped = _run(
-                "detect_anomalies", {"values": one.values, "period": panel.period, "interval": interval}
-            )
-            label = f"Group {one.group!r}: " if one.group is not None else ""
-            warnings.extend(label + w for w in capped)
+        for one, found, _, _ in _each_series(panel, "detect_anomalies", {"interval": interval}, warnings):
             filled = set(one.filled)
             for anomaly in found:
                 if anomaly.index in filled:
