@@ -526,8 +526,8 @@ def detect_anomalies(values: Sequence[float], period: int, interval: float = 0.9
     ``z`` bounds false alarms over the whole series, not per point: it is the Bonferroni bound, the normal
     quantile of 1 − (1 − interval) / (2n), where a per-point band would flag one point in twenty of every clean
     series at 0.95. The residuals against a neighbour median have heavier tails than the noise, so the bound is
-    looser than its name: on 200 simulated clean daily series (90 points, weekly season, normal noise), 20% had
-    a point flagged at 0.95; injected spikes score far above 1.
+    looser than its name: on 300 simulated clean daily series (90 points, weekly season, a trend, normal noise),
+    13% had a point flagged at 0.95 (11% without season or trend); injected spikes score far above 1.
 
     The season is the per-phase median of the series minus its centred 2×period moving average (classical
     decomposition, with medians so that a spike does not move it); the trend is the median of the neighbours of
@@ -556,8 +556,13 @@ def detect_anomalies(values: Sequence[float], period: int, interval: float = 0.9
         expected = season + _neighbour_median(cleaned)
         residual = y - expected
         center = float(np.median(residual))
-        # 1.4826·MAD estimates the standard deviation of normal residuals, untouched by the outliers themselves.
-        scale = 1.4826 * float(np.median(np.abs(residual - center)))
+        # 1.4826·MAD estimates the standard deviation of normal residuals, untouched by the outliers themselves,
+        # but it is a noisy estimate (37% efficient): an 8% low draw on 90 points doubles the false alarms at the
+        # far quantile the bound uses. The standard deviation of the points within 3 such deviations is
+        # nearly as robust and far steadier (divided by 0.9733, the variance a 3-sigma clip keeps).
+        rough = 1.4826 * float(np.median(np.abs(residual - center)))
+        inside = np.abs(residual - center) <= 3 * rough
+        scale = float(np.sqrt(np.mean((residual[inside] - center) ** 2) / 0.9733)) if rough > 0 else 0.0
         if scale == 0:
             scale = float(np.std(residual)) or 1.0
         outside = np.abs(residual - center) > z * scale
