@@ -30,10 +30,12 @@ async def execute_sql(arguments: dict[str, Any], ctx: CallContext) -> Extraction
     deadline = time.monotonic() + float(ctx.config["statement_timeout_s"])  # one for the whole call
     allowed_functions = allowed_functions_of(ctx.config)
 
+    # The parser layer needs no connection: a query it refuses never takes one (a pooled connection that a
+    # refused call held would be closed as a connection in doubt).
+    checked = await ctx.run_blocking(lambda: engine.check_sql(sql, allowed_functions))
     approved: list[Hidden] = []  # the `hidden` check of a query it let through
 
     def run(conn: Connection) -> tuple[Any, list[str], QueryOutcome]:
-        checked = engine.check_sql(sql, allowed_functions)  # the parser layer, before the engine's own layers
         hidden = policy.on(conn, engine)
         hidden.check_query(checked, location.schema)
         approved.append(hidden)
