@@ -166,3 +166,6 @@ def test_every_place_a_connector_touches(folder: Path) -> None:
     assert (ROOT / "tests" / "connectors" / connector).is_dir(), f"add tests/connectors/{connector}/"
     readme = (ROOT / "README.md").read_text("utf-8")
     assert f"(connectors/{connector}/README.md)" in readme, f"README.md: add {connector} to the connectors table"
+    # The Quickstart's install must let its test command pass, as CI's install does.
+    quickstart = re.search(r"pip install -e '\.\[([a-z0-9_,-]+)\]' &&", readme)
+    assert quickstart and {connector, "all"} & set(quickstart.group(1).split(",")), f"README.md: install [{connector}]"
