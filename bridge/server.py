@@ -125,6 +125,7 @@ class ConnectorProcess:
         self._host: AcpHost | None = None
         self._stop: anyio.Event | None = None
         self._done: anyio.Event | None = None
+        self._closed = False
         self.error: str | None = None
         self.tools: list[JsonObject] | None = None
         self.capability: JsonObject = {}
@@ -145,6 +146,8 @@ class ConnectorProcess:
             if self._host is not None:
                 return self._host
             await self._wait_stopped()
+            if self._closed:  # checked after the wait: close() may have run meanwhile
+                raise UpstreamError("The bridge is stopping; it serves no more calls.")
             assert self._group is not None, "attach() the connector to the bridge's task group first"
             ready, stop, done = anyio.Event(), anyio.Event(), anyio.Event()
             self._stop, self._done = stop, done
@@ -165,6 +168,8 @@ class ConnectorProcess:
             self._stop.set()
 
     async def close(self) -> None:
+        """Stop the process for good: a launch in progress stops once started, and none follows."""
+        self._closed = True
         self.mark_dead()
         await self._wait_stopped()
 
@@ -500,6 +505,7 @@ class Bridge:
             if not isinstance(arguments, dict):
                 arguments = {}
             if name == "acp_sources":
+                _only(arguments, set())
                 return _text_result(await self._acp_sources())
             if name == "acp_datasets":
                 return _text_result(await self._acp_datasets(arguments))
@@ -661,7 +667,7 @@ class Bridge:
         return answer
 
     def _list_datasets(self) -> tuple[list[Dataset], list[str]]:
-        return self.store.list(), list(self.store.problems())
+        return self.store.list(), self.store.problems
 
     async def _acp_query(self, arguments: JsonObject) -> JsonObject:
         _only(arguments, {"sql", "save_as"})
