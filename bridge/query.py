@@ -92,11 +92,12 @@ class QueryResult:
 
 @dataclass(frozen=True)
 class _Plan:
-    """A checked query: its text, its tree, the datasets it reads, the SQLite names of its columns
-    and its DuckDB form."""
+    """A checked query: its text, the datasets it reads, the names of its CTEs (which SQLite's
+    authorizer sees read as tables), the SQLite names of its columns and its DuckDB form."""
 
     sql: str
     datasets: dict[str, Dataset]
+    ctes: frozenset[str]
     names: list[str]
     translation: Translation
 
@@ -140,10 +141,13 @@ class QueryEngine:
             checked = check_query_only(sql, "sqlite", rules, columns_named_by_text=True)
         except ReadOnlyViolation as exc:
             raise ReadOnlyViolation(f"{exc.message} {READ_ONLY_NOTE}") from None
+        from sqlglot import exp
+
         datasets = self._datasets(checked.tree)
-        names = _sqlite_names(sql, datasets)
+        ctes = frozenset(cte.alias_or_name.lower() for cte in checked.tree.find_all(exp.CTE))
+        names = _sqlite_names(sql, datasets, ctes)
         translation = translate(_as_written(sql), {name: d.headers for name, d in datasets.items()})
-        return _Plan(sql, datasets, names, translation)
+        return _Plan(sql, datasets, ctes, names, translation)
 
     def _datasets(self, tree: Any) -> dict[str, Dataset]:
         """The datasets the query reads, by the lower-case name it uses (CTE names aside)."""
@@ -202,8 +206,9 @@ _ALLOWED_OPERATORS = frozenset({"->", "->>"})  # JSON operators, authorized as f
 
 
 def _authorizer(tables: Iterable[str]) -> Callable[[int, str | None, str | None, str | None, str | None], int]:
-    """Allow reading ``tables`` and calling the allow-listed functions; deny everything else
-    (writes, ATTACH, PRAGMA, transactions, other tables, load_extension, readfile…)."""
+    """Allow reading ``tables`` (the datasets, and the query's CTEs, which SQLite reports as read
+    too) and calling the allow-listed functions; deny everything else (writes, ATTACH, PRAGMA,
+    transactions, sqlite_schema, load_extension, readfile…)."""
     from shared.sql import function_allow_list
 
     readable = frozenset(t.lower() for t in tables)
@@ -281,7 +286,7 @@ def load_sqlite(conn: sqlite3.Connection, dataset: Dataset) -> None:
 
 def _sqlite_error(exc: sqlite3.Error, datasets: Mapping[str, Dataset]) -> AcpError:
     message = str(exc)
-    if "not authorized" in message or "authoriz" in message:
+    if "not authorized" in message or "prohibited" in message:
         return ReadOnlyViolation(
             f"SQLite refused the query ({message}): acp_query reads the named datasets only. {READ_ONLY_NOTE}"
         )
@@ -290,26 +295,26 @@ def _sqlite_error(exc: sqlite3.Error, datasets: Mapping[str, Dataset]) -> AcpErr
     return InvalidArguments(f"SQLite rejected the query: {message}.{where} Fix the query (SQLite SQL) and call again.")
 
 
-def _sqlite_names(sql: str, datasets: Mapping[str, Dataset]) -> list[str]:
+def _sqlite_names(sql: str, datasets: Mapping[str, Dataset], ctes: Iterable[str]) -> list[str]:
     """The result column names as SQLite gives them, from the query over empty tables (SQLite's
     own errors — no such column, misuse of an aggregate… — are the reference's, and are raised)."""
     conn = _sqlite_connection(datasets)
     try:
-        conn.set_authorizer(_authorizer(d.id for d in datasets.values()))
-        steps = [0]
-
-        def budget() -> int:
-            steps[0] += 1
-            return int(steps[0] > _DRY_RUN_STEPS // 1000)
-
-        conn.set_progress_handler(budget, 1000)
+        conn.set_authorizer(_authorizer([*(d.id for d in datasets.values()), *ctes]))
         try:
-            cursor = conn.execute(sql)
-        except sqlite3.OperationalError as exc:
-            if "interrupted" not in str(exc):
-                raise
-            conn.set_progress_handler(None, 0)
-            cursor = conn.execute(f"SELECT * FROM ({sql}) LIMIT 0")
+            with _step_budget(conn, _DRY_RUN_STEPS):
+                cursor = conn.execute(sql)
+        except _OutOfSteps:
+            # Work that needs no data (a recursive CTE): the names of a LIMIT 0 wrapper, which runs none
+            # (it names duplicate columns x, x:1 where the query names them x, x).
+            try:
+                with _step_budget(conn, _DRY_RUN_STEPS):
+                    cursor = conn.execute(f"SELECT * FROM ({sql}) LIMIT 0")
+            except _OutOfSteps:
+                raise InvalidArguments(
+                    "SQLite could not even prepare this query in reasonable time (a recursive CTE without an end?). "
+                    "Simplify it and call again."
+                ) from None
         return [str(column[0]) for column in cursor.description or ()]
     except sqlite3.Error as exc:
         raise _sqlite_error(exc, datasets) from None
@@ -317,12 +322,35 @@ def _sqlite_names(sql: str, datasets: Mapping[str, Dataset]) -> list[str]:
         conn.close()
 
 
+class _OutOfSteps(Exception):
+    """The dry run went past its budget of SQLite steps."""
+
+
+@contextmanager
+def _step_budget(conn: sqlite3.Connection, steps: int) -> Iterator[None]:
+    calls = [0]
+
+    def progress() -> int:
+        calls[0] += 1
+        return int(calls[0] * 1000 > steps)
+
+    conn.set_progress_handler(progress, 1000)
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc) and calls[0] * 1000 > steps:
+            raise _OutOfSteps from None
+        raise
+    finally:
+        conn.set_progress_handler(None, 0)
+
+
 def _run_sqlite(plan: _Plan, reason: str, stack: contextlib.ExitStack) -> QueryResult:
     conn = _sqlite_connection(plan.datasets)
     stack.callback(conn.close)
     for dataset in plan.datasets.values():
         load_sqlite(conn, dataset)
-    conn.set_authorizer(_authorizer(d.id for d in plan.datasets.values()))
+    conn.set_authorizer(_authorizer([*(d.id for d in plan.datasets.values()), *plan.ctes]))
     try:
         cursor = conn.execute(plan.sql)
         first = cursor.fetchmany(_FIRST_BATCH)
@@ -453,7 +481,10 @@ def _open_duckdb(datasets: Mapping[str, Dataset]) -> Any:
     conn = duckdb.connect(":memory:", config=_DUCKDB_CONFIG)
     try:
         for statement in _DUCKDB_SQLITE_SETTINGS:
-            conn.execute(statement)
+            # A DuckDB without the setting (or without ICU for the time zone) fails the queries that
+            # need it, and those then run on SQLite.
+            with contextlib.suppress(duckdb.Error):
+                conn.execute(statement)
         for name, body in DUCKDB_MACROS.items():
             conn.execute(f"CREATE MACRO {name}{body}")
         paths = sorted({str(d.csv_path) for d in datasets.values()})

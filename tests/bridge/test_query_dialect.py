@@ -330,6 +330,81 @@ CORPUS: list[tuple[str, str, tuple[int, ...]]] = [
     ('SELECT COUNT(*) FROM ventas WHERE channel = "web"', SQLITE, ()),
 ]
 
+# Edge cases where SQLite and DuckDB differ unless the translation handles them, grouped into queries
+# over ventas (ordered by its unique creado): each group runs on DuckDB; the last ones must fall back.
+EDGES: list[tuple[str, str]] = [
+    (
+        "ajuste / 3, ajuste % 3, -ajuste / 2, ajuste / -2, ajuste % -5, pedidos / 0, importe / 0, pedidos % 0, "
+        "importe % 2, 7.5 % 2, 1 / 2, 1.0 / 2, pedidos * 1.0 / 3, -pedidos / 3, abs(ajuste), -importe",
+        DUCKDB,
+    ),
+    (
+        "round(importe, 1), round(importe), round(ajuste / 3.0, 3), round(importe, 40), round(2.5), round(-2.5), "
+        "round(0.49999999999999994), round(1.005, 2), round(2.675, 2), round(-0.001, 2), round(pedidos), round(NULL)",
+        DUCKDB,
+    ),
+    (
+        "printf('%.3f', importe), printf('%d', importe), printf('%s|%5d|%-5d|%05d', channel, pedidos, ajuste, ajuste), "
+        "printf('%.0f', importe), printf('%+.1f', importe), printf('%i', pedidos), format('%d-%s', pedidos, nota), "
+        "printf('%.2f', NULL), printf('%d', NULL), printf('%s', NULL), printf('%d', -7.9), printf('%.1f', -0.04)",
+        DUCKDB,
+    ),
+    (
+        "upper(country), lower(country), upper(nota), length(country), length(pedidos), substr(nota, 2, 3), "
+        "substr(nota, -3), substr(nota, 0, 2), substr(nota, 3, -2), substr(pedidos, 1, 1), instr(nota, 'o'), "
+        "instr(country, 'É'), replace(nota, 'o', '0'), trim(nota, 'P'), ltrim(nota, 'Pr'), rtrim(nota, '%y'), "
+        "channel || pedidos, channel || is_new, pedidos || ajuste, nota || NULL",
+        DUCKDB,
+    ),
+    (
+        "nota LIKE 'p%', nota NOT LIKE '%O%', country LIKE 'é%', country LIKE 'É%', country LIKE '_ire', "
+        "nota LIKE 'x\\%y' ESCAPE '\\', pedidos LIKE '1%', nota GLOB '*o*', country LIKE '%i%', country LIKE '%İ%', "
+        "nota LIKE NULL, nota LIKE ''",
+        DUCKDB,
+    ),
+    (
+        "CAST(nota AS INTEGER), CAST(nota AS REAL), CAST(importe AS INTEGER), CAST(ajuste AS REAL), "
+        "CAST(pedidos AS TEXT), CAST(is_new AS INTEGER), CAST('  -12.5e1 ' AS REAL), CAST('0x10' AS INTEGER), "
+        "CAST('+7' AS INTEGER), CAST('abc' AS REAL), CAST(NULL AS INTEGER), CAST(fecha AS INTEGER)",
+        DUCKDB,
+    ),
+    (
+        "max(pedidos, ajuste, 5), min(importe, pedidos), max(nota, channel), min(channel, 'm'), coalesce(pedidos, ajuste), "
+        "coalesce(importe, pedidos), nullif(ajuste, 0), iif(is_new, 'new', 'old'), "
+        "CASE pedidos WHEN 1 THEN 'one' ELSE 'many' END, CASE WHEN pedidos > 100 THEN 'x' END, pedidos IN (1, NULL), "
+        "pedidos NOT IN (1, NULL), pedidos = '5', pedidos > '30', channel = 5, pedidos IS ajuste, typeof(pedidos), "
+        "typeof(importe), typeof(nota), typeof(is_new), typeof(1.5), typeof(NULL)",
+        DUCKDB,
+    ),
+    (
+        "date(fecha, '+1 day'), date(fecha, '-1 days'), date(fecha, '+2 months'), date(fecha, '-1 year'), "
+        "date(fecha, 'weekday 1'), date(fecha, 'start of year'), date(fecha, '+1.5 days'), date(fecha, '-13 months'), "
+        "datetime(creado, '+36 hours', '-15 minutes', '+30 seconds'), time(creado, '-1 seconds'), "
+        "strftime('%Y-%m-%d %H:%M:%f', creado), strftime('%j %W %w %%', fecha), strftime('%s', creado), "
+        "julianday(creado), unixepoch(creado, '+1 day'), date(pedidos * 100000, 'unixepoch'), datetime(ajuste + 2460000), "
+        "date('2026-01-31', '+1 month'), date('2024-02-29', '+1 year'), date('2026-13-01'), "
+        "datetime('2026-07-01T10:00:00+05:00'), date(fecha, 'START OF MONTH')",
+        DUCKDB,
+    ),
+    ("SELECT pedidos, nota FROM ventas ORDER BY pedidos, creado LIMIT 30", DUCKDB),
+    ("SELECT pedidos, nota FROM ventas ORDER BY nota DESC, creado LIMIT 30", DUCKDB),
+    ("SELECT pedidos, nota FROM ventas ORDER BY pedidos NULLS LAST, creado LIMIT 30", DUCKDB),
+    (
+        "SELECT sum(pedidos), avg(importe), min(fecha), max(fecha), total(pedidos), group_concat(nota), count(*) "
+        "FROM ventas WHERE 1 = 0",
+        DUCKDB,
+    ),
+    ("date(fecha, ' +1 day')", SQLITE),
+    ("date('2026-02-30')", SQLITE),
+    ("length(importe)", SQLITE),
+    ("CAST(importe AS NUMERIC)", SQLITE),
+    ("typeof(pedidos + 1)", SQLITE),
+    ("coalesce(pedidos, 'x')", SQLITE),
+    ("strftime('%J', fecha)", SQLITE),
+    ("date(nota)", SQLITE),
+    ("is_new = 'true'", SQLITE),
+]
+
 
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory: pytest.TempPathFactory) -> list[Dataset]:
@@ -412,6 +487,15 @@ def test_corpus_query_gives_sqlites_answer(
     for got_row, expected_row in zip(got, expected, strict=True):
         assert len(got_row) == len(expected_row)
         assert all(_same(g, e) for g, e in zip(got_row, expected_row, strict=True)), (got_row, expected_row)
+
+
+@pytest.mark.parametrize(("sql", "engine"), EDGES, ids=[f"e{i:02d}" for i in range(len(EDGES))])
+def test_edge_case_gives_sqlites_answer(
+    sql: str, engine: str, datasets: list[Dataset], reference: sqlite3.Connection
+) -> None:
+    if not sql.startswith("SELECT"):
+        sql = f"SELECT {sql} FROM ventas ORDER BY creado"
+    test_corpus_query_gives_sqlites_answer(sql, engine, (), datasets, reference)
 
 
 def test_the_corpus_is_large_and_mostly_runs_on_duckdb() -> None:
