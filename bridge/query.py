@@ -27,10 +27,14 @@ The CSV files are only ever opened for reading: DuckDB reads them through views,
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import csv
+import functools
 import re
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -132,6 +136,8 @@ class QueryEngine:
             yield result
 
     def _plan(self, sql: str) -> _Plan:
+        from sqlglot import exp
+
         from shared.sql import FunctionRules, check_query_only, function_allow_list
 
         from .sqlite_dialect import translate
@@ -141,8 +147,6 @@ class QueryEngine:
             checked = check_query_only(sql, "sqlite", rules, columns_named_by_text=True)
         except ReadOnlyViolation as exc:
             raise ReadOnlyViolation(f"{exc.message} {READ_ONLY_NOTE}") from None
-        from sqlglot import exp
-
         datasets = self._datasets(checked.tree)
         ctes = frozenset(cte.alias_or_name.lower() for cte in checked.tree.find_all(exp.CTE))
         names = _sqlite_names(sql, datasets, ctes)
@@ -152,6 +156,7 @@ class QueryEngine:
     def _datasets(self, tree: Any) -> dict[str, Dataset]:
         """The datasets the query reads, by the lower-case name it uses (CTE names aside)."""
         from sqlglot import exp
+        from sqlglot.errors import SqlglotError
         from sqlglot.optimizer.scope import traverse_scope
 
         for table in tree.find_all(exp.Table):
@@ -168,7 +173,7 @@ class QueryEngine:
         names: dict[str, str] = {}
         try:
             scopes = traverse_scope(tree)
-        except Exception as exc:  # sqlglot's scope analysis on a query it parsed: report, do not guess
+        except (SqlglotError, RecursionError) as exc:  # on a query it parsed: report it, do not guess
             raise InvalidArguments(
                 f"The query's tables could not be read ({exc}). Simplify the FROM clauses."
             ) from None
@@ -473,12 +478,21 @@ def _dataset_view(dataset: Dataset) -> str:
     return f"SELECT {columns} FROM {_read_csv(dataset)}"
 
 
+@functools.cache
+def _spill_directory() -> str:
+    """Where DuckDB may spill a large sort or join: a private folder of this process. (An in-memory
+    DuckDB spills to ``.tmp`` in the working directory by default: the user's project.)"""
+    folder = tempfile.mkdtemp(prefix="acp-bridge-duckdb-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def _open_duckdb(datasets: Mapping[str, Dataset]) -> Any:
     """A fresh in-memory DuckDB with the datasets as views, the macros of the translation, and then
     locked down: external access off (but for the datasets' CSV files) and the configuration locked."""
     import duckdb
 
-    conn = duckdb.connect(":memory:", config=_DUCKDB_CONFIG)
+    conn = duckdb.connect(":memory:", config={**_DUCKDB_CONFIG, "temp_directory": _spill_directory()})
     try:
         for statement in _DUCKDB_SQLITE_SETTINGS:
             # A DuckDB without the setting (or without ICU for the time zone) fails the queries that

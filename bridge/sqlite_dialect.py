@@ -109,21 +109,20 @@ DUCKDB_MACROS: dict[str, str] = {
         f"(x) AS CASE WHEN x IS NULL THEN NULL ELSE coalesce(TRY_CAST(regexp_extract(x, "
         f"'^{_SPACES}([+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][+-]?[0-9]+)?)', 1) AS DOUBLE), 0.0) END"
     ),
+    # SQLite writes a real with n decimals (printf's %.nf, and round(x, n) through it) by adding a
+    # rounder of 0.5·10^-n to |x|, plus |x|·3e-16 while n + (binary exponent of x)/3 < 15, then
+    # truncating: decimal halves round away from zero although their binary value is just below
+    # (round(-30.15, 1) is -30.2 in SQLite and -30.1 in DuckDB). round(x) truncates x ± 0.5.
+    "sqlite_decimal": (
+        "(x, n) AS (CASE WHEN x < 0 THEN -1.0 ELSE 1.0 END) * trunc((abs(x) + 0.5 / power(10, n) + CASE WHEN x <> 0 "
+        "AND n + trunc(floor(log2(abs(x))) / 3) < 15 THEN abs(x) * 3e-16 ELSE 0.0 END) * power(10, n)) / power(10, n)"
+    ),
+    "sqlite_round": (
+        "(x, n) AS CASE WHEN abs(x) > 4503599627370496.0 THEN x WHEN n = 0 THEN "
+        "trunc(x + CASE WHEN x < 0 THEN -0.5 ELSE 0.5 END) ELSE sqlite_decimal(x, n) END"
+    ),
 }
-"""DuckDB macros the translation calls (created on each connection before the query runs)."""
-
-# SQLite writes a real with n decimals (printf's %.nf, and round(x, n) through it) by adding a
-# rounder of 0.5·10^-n, plus |x|·3e-16 while n + (binary exponent of x)/3 < 15, to |x|, then
-# truncating: decimal halves round away from zero, although their binary value is just below
-# (round(-30.15, 1) is -30.2 in SQLite, -30.1 in DuckDB). round(x) with no decimals truncates x ± 0.5.
-DUCKDB_MACROS["sqlite_decimal"] = (
-    "(x, n) AS (CASE WHEN x < 0 THEN -1.0 ELSE 1.0 END) * trunc((abs(x) + 0.5 / power(10, n) + CASE WHEN x <> 0 "
-    "AND n + trunc(floor(log2(abs(x))) / 3) < 15 THEN abs(x) * 3e-16 ELSE 0.0 END) * power(10, n)) / power(10, n)"
-)
-DUCKDB_MACROS["sqlite_round"] = (
-    "(x, n) AS CASE WHEN abs(x) > 4503599627370496.0 THEN x WHEN n = 0 THEN "
-    "trunc(x + CASE WHEN x < 0 THEN -0.5 ELSE 0.5 END) ELSE sqlite_decimal(x, n) END"
-)
+"""DuckDB macros the translation calls, created in this order on each connection before the query."""
 
 
 class Untranslatable(Exception):
@@ -145,8 +144,9 @@ class Translation:
 
 
 def translate(tree: Any, tables: Mapping[str, Sequence[Header]]) -> Translation:
-    """The DuckDB form of a checked SQLite query (``tree``, sqlglot's, not modified) over ``tables``
-    (dataset id → headers), or the reason it runs on SQLite (with the kinds that could be found)."""
+    """The DuckDB form of a SQLite query (``tree``: sqlglot's reading of it, or None where sqlglot
+    cannot read it; not modified) over ``tables`` (dataset id → headers), or the reason it runs on
+    SQLite, with the kinds that could be found. The caller checks the DuckDB text before running it."""
     if tree is None:
         return Translation(None, [], "sqlglot cannot read it as SQLite writes it")
     try:
@@ -182,12 +182,6 @@ def _call(name: str, *args: Any) -> Any:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def _literal(value: Any) -> Any:
-    from sqlglot import exp
-
-    return exp.Literal.string(value) if isinstance(value, str) else exp.Literal.number(value)
-
-
 def _double(node: Any) -> Any:
     from sqlglot import exp
 
@@ -210,8 +204,8 @@ def _to_text(node: Any, kind: Kind) -> Any:
 
 # -- time values: SQLite's date and time functions -------------------------------------------------
 _DATE_FUNCTIONS = frozenset({"date", "datetime", "time", "julianday", "unixepoch", "strftime"})
-_MS_PER_DAY = 86_400_000
-_JD_EPOCH_MS = 210_866_760_000_000  # 1970-01-01 as SQLite's Julian day in milliseconds
+# In the DuckDB snippets below, 210866760000000 is 1970-01-01 as SQLite's Julian day in milliseconds
+# (its internal clock) and 86400000 a day in milliseconds.
 # "+7 days", "-1 month", "1.5 hours" (the unit in the singular or plural, any case). A modifier is
 # rewritten only if SQLite itself accepts it too (see _apply_modifier).
 _MODIFIER_NUMBER = re.compile(
@@ -393,7 +387,8 @@ class _Translator:
         self.strict = strict
         self.query_kinds: dict[int, list[Kind]] = {}  # id(select or set operation) → its columns' kinds
         self.scope_of: dict[int, Any] = {}  # id(column) → the scope it was resolved in
-        self.replaced: dict[int, Any] = {}  # id(old node) → the node that replaced it
+        # id(old node) → (that node, kept alive so that its id is not reused; the node that replaced it)
+        self.replaced: dict[int, tuple[Any, Any]] = {}
 
     def unsupported(self, reason: str) -> Kind:
         if self.strict:
@@ -404,12 +399,12 @@ class _Translator:
         current = self.now(old)
         if current is not new:
             current.replace(new)
-            self.replaced[id(current)] = new
+            self.replaced[id(current)] = (current, new)
         return new
 
     def now(self, node: Any) -> Any:
         while id(node) in self.replaced:
-            node = self.replaced[id(node)]
+            node = self.replaced[id(node)][1]
         return node
 
     # -- the whole query -------------------------------------------------------------------------
@@ -1003,7 +998,12 @@ class _Translator:
         if name is None:
             return self.unsupported("typeof() of something other than a dataset column or a literal")
         self.swap(
-            node, _dd("CASE WHEN :x IS NULL THEN 'null' ELSE :name END", x=self.now(child).copy(), name=_literal(name))
+            node,
+            _dd(
+                "CASE WHEN :x IS NULL THEN 'null' ELSE :name END",
+                x=self.now(child).copy(),
+                name=exp.Literal.string(name),
+            ),
         )
         return TEXT
 

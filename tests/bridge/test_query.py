@@ -177,6 +177,9 @@ def test_the_duckdb_connection_itself_is_locked(datasets: list[Dataset], folder:
     conn = bridge.query._open_duckdb({d.id: d for d in datasets if d.id == "ventas"})
     try:
         assert conn.execute("SELECT count(*) FROM ventas").fetchone() == (120,)
+        # A large sort spills to a private folder, not to .tmp in the working directory (the project).
+        spill = conn.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+        assert Path(spill).is_absolute() and "acp-bridge-duckdb-" in spill
         secret = folder / "sources.json"
         for sql in (
             f"SELECT content FROM read_text('{secret}')",
