@@ -226,7 +226,7 @@ def test_the_sqlite_path_allows_reading_its_tables_only(datasets: list[Dataset])
             "CREATE TEMP TABLE t (x)",
             "BEGIN",
         ):
-            with pytest.raises(sqlite3.DatabaseError, match="not authorized|prohibited|too many attached"):
+            with pytest.raises(sqlite3.DatabaseError, match=r"not authorized|prohibited|too many attached"):
                 conn.execute(sql)
     finally:
         conn.close()
