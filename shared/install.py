@@ -2,9 +2,10 @@
 
 A host (the test host, ``build/acpzip.py verify`` and the later bridge) calls :func:`install`:
 
-1. :func:`inspect_zip` reads the shallowest ``acp.json`` (a UTF-8 BOM is tolerated), validates
-   ``id`` and ``name``, and refuses archives a host must not unpack: zip64, encrypted entries,
-   methods other than stored/deflate, symlinks, and any entry whose path leaves the folder.
+1. :func:`inspect_zip` refuses archives a host must not unpack (:func:`check_archive`: zip64,
+   encrypted entries, methods other than stored/deflate, symlinks, any entry whose path leaves
+   the folder), then reads the shallowest ``acp.json`` (a UTF-8 BOM is tolerated) and validates
+   ``id`` and ``name``.
 2. The zip is unpacked into a dot-folder beside the destination (hosts ignore dot-folders, so a
    half-written copy is never listed).
 3. :func:`probe` starts the server from there, exactly as its ``acp.json`` says, with
@@ -12,6 +13,9 @@ A host (the test host, ``build/acpzip.py verify`` and the later bridge) calls :f
    ``capabilities.experimental.acp`` and answers ``tools/list``.
 4. Only then is a previous version moved aside and the new folder renamed into place; on any
    failure the previous version is untouched.
+
+An archive that is not one connector's zip (the bridge's MCP bundle, ``build/acpzip.py bundle``)
+passes the same :func:`check_archive` and is unpacked whole by :func:`unpack_archive`.
 
 These errors are the host's, not a tool call's: they never reach a model, so they are plain
 exceptions with a message for the person installing, not ACP error codes.
@@ -38,11 +42,13 @@ __all__ = [
     "InstalledServer",
     "Manifest",
     "ProbeResult",
+    "check_archive",
     "discover",
     "inspect_zip",
     "install",
     "probe",
     "unpack",
+    "unpack_archive",
 ]
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -160,8 +166,11 @@ def _is_symlink(info: zipfile.ZipInfo) -> bool:
     return info.create_system == 3 and stat.S_ISLNK(info.external_attr >> 16)
 
 
-def inspect_zip(path: str | os.PathLike[str]) -> Manifest:
-    """Check a connector zip as spec 13.1.1 asks, without unpacking it; return its manifest."""
+def check_archive(path: str | os.PathLike[str]) -> list[zipfile.ZipInfo]:
+    """The checks of spec 13.1.1 that hold for any archive a host unpacks, whatever it carries (a
+    connector zip, the bridge's MCP bundle): a plain zip (no zip64, no encryption, stored or
+    deflate), no symbolic link, no entry whose path leaves the folder, and bounded in size.
+    Returns its entries."""
     archive = Path(path)
     if not zipfile.is_zipfile(archive):
         raise InstallError(f"{archive.name} is not a zip file")
@@ -173,9 +182,8 @@ def inspect_zip(path: str | os.PathLike[str]) -> Manifest:
             raise InstallError(f"{archive.name} has {len(infos)} entries (limit {MAX_ENTRIES})")
         if sum(info.file_size for info in infos) > MAX_UNPACKED_BYTES:
             raise InstallError(f"{archive.name} unpacks to more than {MAX_UNPACKED_BYTES // 1024**3} GiB")
-        candidates: list[tuple[int, str, zipfile.ZipInfo]] = []
         for info in infos:
-            entry = _entry_path(info)
+            _entry_path(info)
             if info.flag_bits & 0x1:
                 raise InstallError(f"entry {info.filename!r} is encrypted; spec 13.1.1 refuses encrypted zips")
             if _has_zip64_extra(info.extra) or _has_zip64_extra(_local_extra(raw, info)):
@@ -187,42 +195,53 @@ def inspect_zip(path: str | os.PathLike[str]) -> Manifest:
                 )
             if _is_symlink(info):
                 raise InstallError(f"entry {info.filename!r} is a symbolic link; a server folder holds plain files")
-            if entry.name == MANIFEST and not info.is_dir():
-                candidates.append((len(entry.parts), str(entry), info))
-        if not candidates:
-            raise InstallError(f"{archive.name} holds no acp.json; zip the server folder that contains it")
-        candidates.sort(key=lambda item: (item[0], item[1]))
-        depth = candidates[0][0]
-        shallowest = [c for c in candidates if c[0] == depth]
-        if len(shallowest) > 1:
-            names = ", ".join(c[1] for c in shallowest)
-            raise InstallError(f"{archive.name} has several acp.json at the same depth ({names}); keep one server")
-        _, where, info = shallowest[0]
-        root = str(PurePosixPath(where).parent)
-        return parse_manifest(zf.read(info), f"{archive.name}:{where}", "" if root == "." else root + "/")
+    return infos
 
 
-def _members(zf: zipfile.ZipFile, manifest: Manifest) -> Iterator[tuple[zipfile.ZipInfo, PurePosixPath]]:
-    """The entries inside the manifest's folder, relative to it; everything else is ignored (13.1.1)."""
+def inspect_zip(path: str | os.PathLike[str]) -> Manifest:
+    """Check a connector zip as spec 13.1.1 asks, without unpacking it; return its manifest."""
+    archive = Path(path)
+    infos = check_archive(archive)
+    candidates: list[tuple[int, str, zipfile.ZipInfo]] = []
+    for info in infos:
+        entry = _entry_path(info)
+        if entry.name == MANIFEST and not info.is_dir():
+            candidates.append((len(entry.parts), str(entry), info))
+    if not candidates:
+        raise InstallError(f"{archive.name} holds no acp.json; zip the server folder that contains it")
+    candidates.sort(key=lambda item: (item[0], item[1]))
+    depth = candidates[0][0]
+    shallowest = [c for c in candidates if c[0] == depth]
+    if len(shallowest) > 1:
+        names = ", ".join(c[1] for c in shallowest)
+        raise InstallError(f"{archive.name} has several acp.json at the same depth ({names}); keep one server")
+    _, where, info = shallowest[0]
+    root = str(PurePosixPath(where).parent)
+    with zipfile.ZipFile(archive) as zf:
+        raw_manifest = zf.read(info)
+    return parse_manifest(raw_manifest, f"{archive.name}:{where}", "" if root == "." else root + "/")
+
+
+def _members(zf: zipfile.ZipFile, root: str) -> Iterator[tuple[zipfile.ZipInfo, PurePosixPath]]:
+    """The entries inside the folder ``root`` of the zip, relative to it; everything else is ignored (13.1.1)."""
     for info in zf.infolist():
         name = str(_entry_path(info))
-        if manifest.root and not name.startswith(manifest.root):
+        if root and not name.startswith(root):
             continue
-        relative = PurePosixPath(name[len(manifest.root) :])
+        relative = PurePosixPath(name[len(root) :])
         if relative.parts:
             yield info, relative
 
 
-def unpack(path: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Manifest:
-    """Unpack the server folder of a checked zip into ``dest`` (created; must not exist or be empty)."""
-    manifest = inspect_zip(path)
+def _extract(path: str | os.PathLike[str], root: str, dest: str | os.PathLike[str]) -> None:
+    """Unpack the entries under ``root`` into ``dest`` (created; must not exist or be empty)."""
     target = Path(dest)
     target.mkdir(parents=True, exist_ok=True)
     if any(target.iterdir()):
         raise InstallError(f"{target} is not empty; unpack into a new folder")
     base = target.resolve()
     with zipfile.ZipFile(path) as zf:
-        for info, relative in _members(zf, manifest):
+        for info, relative in _members(zf, root):
             out = base.joinpath(*relative.parts)
             if not out.resolve().is_relative_to(base):  # belt and braces after _entry_path
                 raise InstallError(f"entry {info.filename!r} leaves the folder; the zip is refused")
@@ -234,7 +253,20 @@ def unpack(path: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Manife
                 shutil.copyfileobj(source, sink, 1024 * 1024)
             executable = info.create_system == 3 and (info.external_attr >> 16) & 0o111
             out.chmod(0o755 if executable else 0o644)
+
+
+def unpack(path: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Manifest:
+    """Unpack the server folder of a checked zip into ``dest`` (created; must not exist or be empty)."""
+    manifest = inspect_zip(path)
+    _extract(path, manifest.root, dest)
     return manifest
+
+
+def unpack_archive(path: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
+    """Unpack a whole archive that passes :func:`check_archive` into ``dest`` (created; must not
+    exist or be empty), for archives that are not one connector's zip, such as an MCP bundle."""
+    check_archive(path)
+    _extract(path, "", dest)
 
 
 # -- starting a server from its folder -------------------------------------------------------

@@ -24,7 +24,7 @@ import itertools
 import logging
 import re
 import unicodedata
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,13 +162,16 @@ class FunctionRules:
     built-in. ``extra`` is the source configuration's ``allowed_functions``: names as written
     (``my_udf`` or ``analytics.my_udf``) that the operator trusts, user-defined functions and
     extensions alike. Where ``quoted_names_exact`` (PostgreSQL), a quoted name matches only itself:
-    ``"Upper"`` is not ``upper``.
+    ``"Upper"`` is not ``upper``. ``runner`` names the tool in refusals: a connector's ``execute_sql``
+    (whose source setting ``allowed_functions`` extends the list), or another tool such as the
+    bridge's ``acp_query``, whose list no setting extends.
     """
 
     builtin: frozenset[str]
     extra: frozenset[str] = frozenset()
     builtin_schemas: frozenset[str] = frozenset()
     quoted_names_exact: bool = False
+    runner: str = "execute_sql"
 
     def allows(self, parts: tuple[str, ...], quoted: bool) -> bool:
         exact = quoted and self.quoted_names_exact
@@ -183,16 +186,20 @@ class FunctionRules:
         return written in extra or name in extra
 
 
-def _refuse_function(parts: tuple[str, ...], quoted: bool, extra: Collection[str]) -> ReadOnlyViolation:
+def _refuse_function(parts: tuple[str, ...], quoted: bool, functions: FunctionRules) -> ReadOnlyViolation:
     name = ".".join((*(p.lower() for p in parts[:-1]), parts[-1] if quoted else parts[-1].lower()))
+    connector = functions.runner == "execute_sql"
+    owner = "this connector's" if connector else "its"
     why = (
         "a name qualified by a schema or database calls a stored function, not a built-in one"
         if len(parts) > 1
-        else "execute_sql runs only the functions on this connector's allow-list (aggregates, window, math, "
+        else f"{functions.runner} runs only the functions on {owner} allow-list (aggregates, window, math, "
         "string, date and time, JSON, regex, casting and conditional functions); others can read files, run "
         "SQL text, take locks or change state out of the read-only checks' sight"
     )
-    configured = " It is not in the source's allowed_functions either." if extra else ""
+    if not connector:
+        return ReadOnlyViolation(f"The function {name}() is not allowed: {why}. Rewrite the query without {name}().")
+    configured = " It is not in the source's allowed_functions either." if functions.extra else ""
     return ReadOnlyViolation(
         f"The function {name}() is not allowed: {why}.{configured} Rewrite the query without {name}(). If it is "
         f'a function of the user\'s own or of an extension they trust, ask the user to add "{name}" to the '
@@ -301,7 +308,7 @@ def _one_query(engine: Any, tokens: list[Any], sql: str, functions: FunctionRule
         # allow-list is named as such, since fixing the syntax would not make it run.
         call = _disallowed_call(tokens, functions)
         if call is not None:
-            raise _refuse_function(*call, functions.extra) from None
+            raise _refuse_function(*call, functions) from None
         raise _unparsable(exc, sql, tokens) from None
     # A comment after the last ";" parses as a Semicolon node: it is not a statement.
     statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
@@ -590,12 +597,12 @@ def _check_functions(calls: list[tuple[tuple[str, ...], bool]], tree: Any, funct
 
     for parts, quoted in calls:
         if not functions.allows(parts, quoted):
-            raise _refuse_function(parts, quoted, functions.extra)
+            raise _refuse_function(parts, quoted, functions)
     for node in tree.find_all(exp.Anonymous, exp.AnonymousAggFunc):
         quoted = isinstance(node.this, exp.Identifier) and node.this.quoted
         parts = (node.name,)
         if not functions.allows(parts, quoted) and not any(p[-1] == node.name for p, _ in calls):
-            raise _refuse_function(parts, quoted, functions.extra)
+            raise _refuse_function(parts, quoted, functions)
 
 
 # -- characters on which lexers disagree -------------------------------------------------------------

@@ -1,5 +1,5 @@
 """build/acpzip.py loaded as a module (build/ is a folder of scripts, not a package: the name would
-shadow PyPA's build), and the zips the tests build once per test run.
+shadow PyPA's build), and the zips (and MCP bundles) the tests build once per test run.
 
 A zip build takes 5 to 25 s, most of it deflating: a test asks ``ZipBuilds.get`` for a zip, and the
 first to ask builds it while every other test, in any pytest-xdist worker, waits for it and reuses it.
@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -56,7 +56,8 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 class ZipBuilds:
     """Zips built once per test run: by key (connector, Python, platform, exclude-files globs), under
-    a lock file, so that concurrent workers build each zip once and never read a half-written one."""
+    a lock file, so that concurrent workers build each zip once and never read a half-written one.
+    The bridge's MCP bundles likewise, by (connectors, Python, platform), from this run's zips."""
 
     def __init__(self, acpzip: ModuleType, folder: Path) -> None:
         self.acpzip = acpzip
@@ -66,6 +67,19 @@ class ZipBuilds:
     def get(self, connector_id: str, python: str, tag: str, exclude_files: Sequence[str] | None = None) -> Path:
         """The zip, built now if no test of this run has built it yet."""
         key = json.dumps([connector_id, python, tag, exclude_files, SOURCE_DATE_EPOCH])
+        target = self.acpzip.PLATFORMS[tag]
+        return self._once(key, lambda out: self.acpzip.build(connector_id, python, target, out, exclude_files))
+
+    def bundle(self, connector_ids: Sequence[str], python: str, tag: str) -> Path:
+        """The bridge's bundle with these connectors, built now (from this run's zips of them) if no
+        test of this run has built it yet."""
+        zips = {connector_id: self.get(connector_id, python, tag) for connector_id in connector_ids}
+        key = json.dumps(["bundle", sorted(connector_ids), python, tag, SOURCE_DATE_EPOCH])
+        target = self.acpzip.PLATFORMS[tag]
+        return self._once(key, lambda out: self.acpzip.bundle(connector_ids, python, target, out, zips))
+
+    def _once(self, key: str, build: Callable[[Path], Path]) -> Path:
+        """What ``build`` writes into the folder it is given, built once per run for ``key``."""
         name = hashlib.sha256(key.encode()).hexdigest()[:16]
         done = self.folder / name
         lock = os.open(self.folder / f"{name}.lock", os.O_CREAT | os.O_RDWR, 0o600)
@@ -79,7 +93,7 @@ class ZipBuilds:
                 output = io.StringIO()
                 try:
                     with source_date_epoch(), contextlib.redirect_stderr(output):
-                        self.acpzip.build(connector_id, python, self.acpzip.PLATFORMS[tag], partial, exclude_files)
+                        build(partial)
                     (partial / "build-output.txt").write_text(output.getvalue(), "utf-8")
                     partial.rename(done)
                 finally:
@@ -87,7 +101,7 @@ class ZipBuilds:
                     shutil.rmtree(partial, ignore_errors=True)  # what a failed build left
         finally:
             os.close(lock)
-        (archive,) = done.glob("*.zip")
+        (archive,) = (path for path in done.iterdir() if path.suffix in (".zip", ".mcpb"))
         return archive
 
     @staticmethod

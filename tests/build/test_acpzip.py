@@ -497,7 +497,7 @@ def test_other_platforms_resolve_and_build(
 # -- the locks ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("connector_id", CONNECTORS)
+@pytest.mark.parametrize("connector_id", [*CONNECTORS, "bridge"])  # bridge: the MCP bundle's lib/
 def test_each_lock_satisfies_pyproject_and_leaves_out_only_what_it_says(connector_id: str) -> None:
     """A dependency changed in pyproject.toml without `acpzip.py lock` fails here, not in a release."""
     import tomllib

@@ -66,13 +66,15 @@ def test_it_runs_the_commands_the_readme_documents() -> None:
         '"${{ matrix.target }}"': "<platform>",
         '"${{ matrix.python }}"': "<version>",
     }
-    assert len(commands) == 2
+    assert len(commands) == 3  # build the zips, bundle the bridge, verify them all
     for command in commands:
         documented = command
         for expression, placeholder in generic.items():
             documented = documented.replace(expression, placeholder)
         assert documented in readme, f"README.md does not show: {documented}"
     assert re.search(r"python build/acpzip\.py build\b", readme)
+    assert re.search(r"python build/acpzip\.py bundle\b", readme)
+    assert any("dist/*.mcpb" in command for command in commands if " verify " in command)  # the bundle too
 
 
 def test_publishing_attaches_checksums_and_needs_every_build() -> None:
@@ -80,5 +82,6 @@ def test_publishing_attaches_checksums_and_needs_every_build() -> None:
     assert publish["needs"] == "build"
     runs = "\n".join(step.get("run", "") for step in publish["steps"])
     assert "sha256sum" in runs and "SHA256SUMS" in runs and "gh release create" in runs
+    assert runs.count("*.mcpb") == 2  # the bridge's bundles are checksummed and published with the zips
     assert publish["permissions"] == {"contents": "write"}
     assert workflow()["permissions"] == {"contents": "read"}  # only the publish job may write

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from shared.install import InstallError, discover, inspect_zip, install, probe, unpack
+from shared.install import InstallError, check_archive, discover, inspect_zip, install, probe, unpack, unpack_archive
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = {
@@ -198,6 +198,27 @@ def test_unpack_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
     (tmp_path / "out" / "keep.txt").write_text("x")
     with pytest.raises(InstallError, match="not empty"):
         unpack(archive, tmp_path / "out")
+
+
+def test_an_archive_that_is_not_a_connector_zip_is_unpacked_whole(tmp_path: Path) -> None:
+    """An MCP bundle has manifest.json at its root and connector folders below: unpack_archive takes all of it."""
+    archive = make_zip(tmp_path / "b.mcpb", {"manifest.json": "{}", "acps/toy/acp.json": manifest(), "lib/x.py": "x"})
+    assert [info.filename for info in check_archive(archive)] == ["manifest.json", "acps/toy/acp.json", "lib/x.py"]
+    unpack_archive(archive, tmp_path / "out")
+    found = sorted(p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert found == ["acps/toy/acp.json", "lib/x.py", "manifest.json"]
+    assert (tmp_path / "out" / "lib" / "x.py").read_text() == "x"
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("../evil.py", "leaves the folder"), ("/evil.py", "absolute path"), ("C:/evil.py", "absolute")],
+)
+def test_unpack_archive_refuses_what_inspect_zip_refuses(tmp_path: Path, name: str, message: str) -> None:
+    archive = make_zip(tmp_path / "b.mcpb", {"manifest.json": "{}", name: "x"})
+    with pytest.raises(InstallError, match=message):
+        unpack_archive(archive, tmp_path / "out")
+    assert not (tmp_path / "evil.py").exists() and not (tmp_path / "out").exists()
 
 
 # -- installing: start first, replace after ---------------------------------------------------
