@@ -550,3 +550,89 @@ def test_the_bridge_declares_the_host_capability_of_16_5() -> None:
         "host_tables": True,
         "autocontext_delivery": "on_first_call",
     }
+
+
+# -- acp_query -------------------------------------------------------------------------------------------
+async def _report(bridge: Bridge, rows: int = 40) -> str:
+    result = await bridge.call("shop__report", {"start_date": "2026-09-01", "end_date": "2026-09-30", "rows": rows})
+    return _saved_id(texts(result)[1])
+
+
+async def test_acp_query_saves_the_whole_result_and_shows_at_most_50_rows(serve: Serve) -> None:
+    async with serve([TOY]) as bridge:
+        source = await _report(bridge, rows=120)
+        result = await bridge.call("acp_query", {"sql": f"SELECT channel, sessions FROM {source} ORDER BY sessions"})
+        answer = payload(result)
+        saved, meta = _csv(bridge, answer["dataset"]), _meta(bridge, answer["dataset"])
+        grouped = payload(
+            await bridge.call(
+                "acp_query",
+                {"sql": f"SELECT channel, SUM(sessions) AS total FROM {source} GROUP BY channel ORDER BY 1"},
+            )
+        )
+    assert not result.is_error, answer
+    assert answer["row_count"] == 120
+    assert len(answer["rows"]) == 50
+    assert answer["rows"][:2] == [{"channel": "Organic", "sessions": 0}, {"channel": "Paid", "sessions": 10}]
+    assert answer["headers"] == [{"name": "channel", "type": "string"}, {"name": "sessions", "type": "integer"}]
+    assert answer["notice"] == (
+        f"The full result was saved as dataset «{answer['dataset']}» in {answer['file']}. You saw 50 of 120 rows."
+    )
+    assert answer["dataset"].startswith("acp_query_")
+    assert answer["engine"] in ("duckdb", "sqlite")
+    assert len(saved) == 120
+    assert meta["origin"] == "query"
+    assert meta["sql"].startswith("SELECT channel, sessions FROM")
+    totals = {r["channel"]: r["total"] for r in grouped["rows"]}
+    assert totals == {
+        c: sum(i * 10 for i in range(120) if i % 3 == k) for k, c in enumerate(("Organic", "Paid", "Direct"))
+    }
+
+
+async def test_save_as_names_the_result_and_replaces_only_query_results(serve: Serve) -> None:
+    async with serve([TOY]) as bridge:
+        source = await _report(bridge, rows=6)
+        first = payload(await bridge.call("acp_query", {"sql": f"SELECT * FROM {source}", "save_as": "weekly"}))
+        second = payload(await bridge.call("acp_query", {"sql": f"SELECT 1 AS one FROM {source}", "save_as": "weekly"}))
+        before = snapshot(bridge.project / "acp-data")
+        refused = await bridge.call("acp_query", {"sql": "SELECT 1 AS one", "save_as": source})
+        invalid = await bridge.call("acp_query", {"sql": "SELECT 1 AS one", "save_as": "Select"})
+        after = snapshot(bridge.project / "acp-data")
+        weekly = _csv(bridge, "weekly")
+    assert first["dataset"] == second["dataset"] == "weekly"
+    assert weekly == [{"one": "1"}] * 6
+    assert payload(refused)["error"]["name"] == "ACP_INVALID_ARGUMENTS"
+    assert "is an extraction; save_as only replaces an earlier acp_query result" in payload(refused)["error"]["message"]
+    assert payload(invalid)["error"]["name"] == "ACP_INVALID_ARGUMENTS"
+    assert after == before
+
+
+@pytest.mark.parametrize(
+    ("sql", "name"),
+    [
+        ("DELETE FROM {ds}", "ACP_READ_ONLY_VIOLATION"),
+        ("DROP TABLE {ds}", "ACP_READ_ONLY_VIOLATION"),
+        ("UPDATE {ds} SET sessions = 0", "ACP_READ_ONLY_VIOLATION"),
+        ("INSERT INTO {ds} VALUES (1)", "ACP_READ_ONLY_VIOLATION"),
+        ("CREATE TABLE x AS SELECT * FROM {ds}", "ACP_READ_ONLY_VIOLATION"),
+        ("COPY {ds} TO 'out.csv'", "ACP_READ_ONLY_VIOLATION"),
+        ("SELECT 1; DELETE FROM {ds}", "ACP_READ_ONLY_VIOLATION"),
+        ("SELECT * FROM no_such_dataset", "ACP_TABLE_NOT_FOUND"),
+        ("SELECT * FROM read_csv('../conf/sources.json')", None),
+        ("SELECT content FROM read_text('../conf/sources.json')", None),
+        ("SELECT sessions FROM {ds} WHERE", "ACP_INVALID_ARGUMENTS"),
+        ("SELECT no_such_column FROM {ds}", "ACP_INVALID_ARGUMENTS"),
+    ],
+)
+async def test_acp_query_never_changes_acp_data_on_bad_sql(serve: Serve, sql: str, name: str | None) -> None:
+    async with serve([TOY]) as bridge:
+        dataset = await _report(bridge, rows=5)
+        before = snapshot(bridge.project / "acp-data")
+        result = await bridge.call("acp_query", {"sql": sql.format(ds=dataset)})
+        after = snapshot(bridge.project / "acp-data")
+    assert result.is_error
+    error = payload(result)["error"]
+    if name is not None:
+        assert error["name"] == name
+    assert "[sources]" not in result.content[0].text and "toy-key" not in result.content[0].text
+    assert after == before
