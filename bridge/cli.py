@@ -22,8 +22,6 @@ from pathlib import Path
 
 __all__ = ["default_root", "main", "parse_args"]
 
-PROJECT_VARIABLE = "ACP_BRIDGE_PROJECT"
-
 
 def default_root() -> Path:
     """The bridge's folder (spec 16.2): the unpacked bundle, or the source checkout.
@@ -49,7 +47,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--project",
         type=Path,
         default=None,
-        help=f"project folder where acp-data/ is created (default: ${PROJECT_VARIABLE}, else the current folder)",
+        help="project folder where acp-data/ is created (default: $ACP_BRIDGE_PROJECT, else the current folder)",
     )
     parser.add_argument("--sources", type=Path, default=None, help="sources file (default: <root>/sources.json)")
     parser.add_argument(
@@ -72,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     configure_logging(args.log_level)
     root = (args.root or default_root()).expanduser().resolve()
-    project = (args.project or Path(os.environ.get(PROJECT_VARIABLE) or os.getcwd())).expanduser().resolve()
+    project = (args.project or Path(os.environ.get("ACP_BRIDGE_PROJECT") or os.getcwd())).expanduser().resolve()
     sources = (args.sources or root / "sources.json").expanduser().absolute()
     log = logging.getLogger("acp.bridge")
     if not project.is_dir():

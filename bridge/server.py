@@ -54,7 +54,7 @@ from shared.errors import (
     UpstreamError,
     error_from_code,
 )
-from shared.host import AcpHost, HostProtocolError, TableReadError, ToolResponse
+from shared.host import AcpHost, HostProtocolError, TableReadError, ToolResponse, uri_path
 from shared.protocol import (
     ACP_VERSION,
     INPUT_ANNOTATION,
@@ -91,7 +91,7 @@ OWN_TOOLS = ("acp_sources", "acp_datasets", "acp_query")
 SEPARATOR = "__"
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # MCP's tool name rule
 MAX_IMAGE_BYTES = 4 * 1024 * 1024  # spec 8.10: screenshots above this are not attached
-START_TIMEOUT_S = 60.0  # a connector that has not answered initialize and tools/list by then failed to start
+START_TIMEOUT_S = 30.0  # a connector that has not answered initialize and tools/list by then failed to start
 CALL_TIMEOUT_S = 3600.0  # the connectors bound their own work (statement timeouts, fit caps); this only ends a hang
 DATASETS_LISTED = 200  # acp_datasets lists at most this many; a filter narrows the rest
 _NOTE_ERRORS = ("ACP_CREDENTIALS_MISSING", "ACP_CREDENTIALS_INVALID", "ACP_COST_LIMIT_EXCEEDED")
@@ -403,6 +403,8 @@ class Bridge:
         }
         self._started = anyio.Event()
         self._registered: set[str] = set()
+        if not self.installed:
+            log.warning("no connector found in %s (nor in %s): check --root", root / "acps", root / "connectors")
 
     def _host_factory(self, installed: InstalledConnector, env: Mapping[str, str]) -> Callable[[], AcpHost]:
         def make() -> AcpHost:
@@ -586,7 +588,9 @@ class Bridge:
         except Exception as exc:  # the pipe or the process failed under the SDK
             _connection_lost(process, published, type(exc).__name__)
         if response.is_error:
-            return self._connector_error(source, response)
+            result = self._connector_error(source, response)
+            log.info("%s: the connector answered %s", published.name, response.error_name)
+            return result
         return await _Answer(self, published, sent, response, host).build()
 
     def _connector_error(self, source: Source, response: ToolResponse) -> types.CallToolResult:
@@ -615,7 +619,7 @@ class Bridge:
                 "id": declared.id,
                 "acp": declared.acp,
                 "acp_name": self.installed[declared.acp].name if declared.acp in self.installed else None,
-                "label": declared.label,
+                "label": state.source.label if state is not None else declared.label,
                 "has_credentials": declared.has_credentials,
             }
             errors = [p.message for p in self.sources.problems_of(declared.id)]
@@ -773,7 +777,8 @@ class _Answer:
             for entry in entries:
                 name = str(entry.get("name") or "table")
                 view = views.get(name) if isinstance(views, dict) else None
-                lines.append(f"- {name}: {await self._save_table(entry, name, view if isinstance(view, dict) else {})}")
+                line = await self._save_table(entry, name, view if isinstance(view, dict) else {})
+                lines.append(f"- {line}" if line.startswith("No data") else f"- {name}: {line}")
             return lines
         return [await self._save_table(data, None, self.model if isinstance(self.model, dict) else {})]
 
@@ -840,6 +845,11 @@ class _Answer:
                     await anyio.to_thread.run_sync(writer.__exit__, type(exc), exc, exc.__traceback__)
                 raise
             await anyio.to_thread.run_sync(writer.__exit__, None, None, None)
+        uri = str(entry.get("table_uri") or "")
+        if entry.get("format") == "file" and uri.startswith("file:"):
+            # Spec 8.5: the host may delete a table file once read; the connector's sweep would only do it later.
+            with contextlib.suppress(OSError, ValueError):
+                await anyio.to_thread.run_sync(uri_path(uri).unlink)
         return writer.dataset
 
     # -- artifacts (spec 8.10) --------------------------------------------------------------

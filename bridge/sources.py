@@ -261,8 +261,9 @@ def _read(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise _Refused(
             _file_problem(
-                f"there is no sources file at {path}. Create it (copy sources.example.json, beside the bridge, "
-                "and list your sources), then restart the bridge from the MCP client.",
+                f"there is no sources file at {path}. Create it from sources.example.json (in the bundle's "
+                "folder, or bridge/ in a source checkout) with your sources, then restart the bridge from the "
+                "MCP client.",
             )
         ) from None
     except OSError as exc:

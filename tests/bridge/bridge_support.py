@@ -20,7 +20,7 @@ import toy_local_connector
 
 from bridge.server import Bridge
 from bridge.sources import InstalledConnector
-from shared import CallContext, Connector, CostLimitExceeded, Credentials, Info, Resources, Tool
+from shared import CallContext, Connector, CostLimitExceeded, Credentials, Extraction, Info, Resources, Tool
 from shared.host import AcpHost
 
 
@@ -37,6 +37,18 @@ async def expensive(arguments: dict[str, Any], ctx: CallContext) -> Info:
 
 async def nothing(arguments: dict[str, Any], ctx: CallContext) -> Info:
     return Info(data={})
+
+
+async def pair(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
+    """A multi-table extraction with one empty table (spec 8.2.1)."""
+
+    def build() -> list[Any]:
+        full = ctx.table("full", title="Full", columns=[{"name": "n", "type": "integer"}])
+        full.extend({"n": n} for n in range(3))
+        empty = ctx.table("empty", title="Empty", columns=[{"name": "n", "type": "integer"}])
+        return [full.finish(), empty.finish()]
+
+    return Extraction(tables=await ctx.run_blocking(build), description="Two tables, one empty.", multi=True)
 
 
 # A connector for what the real ones do not do yet: artifacts of every kind (spec 8.10), a cost limit
@@ -66,6 +78,14 @@ ARTIFACTS = Connector(
             },
         ),
         Tool(name="expensive", description="Always too expensive.", run=expensive, requires_resource=False),
+        Tool(
+            name="pair",
+            description="Two tables.",
+            kind="extraction",
+            run=pair,
+            requires_resource=False,
+            requires_credentials=False,
+        ),
         Tool(
             name="export_the_quarterly_report_file",
             description="A tool with a long name.",

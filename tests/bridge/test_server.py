@@ -150,6 +150,24 @@ async def test_the_source_limits_and_session_reach_the_connector(serve: Serve) -
     assert tally == [1, 2]  # one conversation per source and bridge start (spec 16.5)
 
 
+async def test_a_table_too_big_to_travel_inline_is_streamed_from_its_file(
+    serve: Serve, runtime_dirs: dict[str, str]
+) -> None:
+    rows = 250_000  # above the 5 MiB inline_max_bytes: the connector writes a table_uri file (spec 8.5)
+    async with serve([TOY]) as bridge:
+        result = await bridge.call("shop__stream", {"rows": rows})
+        dataset_id = _saved_id(texts(result)[1])
+        with (bridge.project / "acp-data" / f"{dataset_id}.csv").open(encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    assert texts(result)[1].endswith(f"You saw 25 of {rows} rows.")
+    assert lines[0] == "n,label"
+    assert lines[1] == "0,row 0"
+    assert lines[-1] == f"{rows - 1},row {rows - 1}"
+    assert len(lines) == rows + 1
+    leftovers = [p for p in Path(runtime_dirs["ACP_TMP_DIR"]).rglob("*.json")]
+    assert leftovers == []  # the bridge deleted the table file once it was saved
+
+
 async def test_an_empty_extraction_saves_nothing(serve: Serve) -> None:
     async with serve([TOY]) as bridge:
         result = await bridge.call("shop__report", {"start_date": "2026-09-01", "end_date": "2026-09-30", "rows": 0})
@@ -170,6 +188,18 @@ async def test_a_multi_table_extraction_becomes_one_dataset_per_table(serve: Ser
     assert meta["table"] == "hits"
     assert meta["title"] == "Hits"
     assert any(line.startswith("- hits: dataset «") and line.endswith("You saw 10 of 60 rows.") for line in note)
+
+
+async def test_an_empty_table_of_a_multi_table_extraction_is_not_saved(serve: Serve) -> None:
+    async with serve([ART]) as bridge:
+        result = await bridge.call("art__pair", {})
+        saved = sorted(p.name for p in (bridge.project / "acp-data").glob("*.csv"))
+    lines = texts(result)[1].splitlines()
+    assert lines[1].startswith("- full: dataset «art_pair_full_")
+    assert lines[1].endswith("You saw 3 of 3 rows.")
+    assert lines[2] == "- No data: empty"
+    assert len(saved) == 1
+    assert saved[0].startswith("art_pair_full_")
 
 
 async def test_extraction_ids_never_clash(serve: Serve) -> None:
@@ -636,3 +666,33 @@ async def test_acp_query_never_changes_acp_data_on_bad_sql(serve: Serve, sql: st
         assert error["name"] == name
     assert "[sources]" not in result.content[0].text and "toy-key" not in result.content[0].text
     assert after == before
+
+
+@pytest.mark.slow
+async def test_a_connector_that_failed_to_start_is_launched_again_by_the_next_call(
+    serve: Serve, tmp_path: Path
+) -> None:
+    import sys
+
+    import toy_connector
+
+    script = tmp_path / "late_toy.py"
+    changed: list[bool] = []
+
+    async def tools_changed() -> None:
+        changed.append(True)
+
+    async with serve([TOY], processes=("toy",), commands={"toy": [sys.executable, str(script)]}) as bridge:
+        failed = {s["id"]: s for s in payload(await bridge.call("acp_sources", {}))["sources"]}["shop"]
+        # The person fixes the installation; the bridge is not restarted.
+        script.write_text(
+            f"import runpy, sys\nsys.path.insert(0, {str(Path(toy_connector.__file__).parent)!r})\n"
+            f"runpy.run_path({toy_connector.__file__!r}, run_name='__main__')\n"
+        )
+        called = await bridge.call("shop__whoami", {}, tools_changed)
+        names = [t.name for t in await bridge.list_tools()]
+    assert failed["status"] == "error"
+    assert "can't open file" in failed["errors"][0]
+    assert payload(called)["identity"] == "toy:team-a"
+    assert changed == [True]
+    assert "shop__report" in names

@@ -237,3 +237,11 @@ def test_no_problem_ever_shows_a_value_from_the_file(tmp_path: Path) -> None:
         loaded = _load(tmp_path, document, environ={"U": SECRET})
         assert loaded.problems, document
         assert SECRET not in _messages(loaded) + repr(loaded.declared) + repr(loaded.sources), document
+
+
+def test_the_example_file_loads_cleanly(tmp_path: Path) -> None:
+    """bridge/sources.example.json is what people copy: every source in it must be valid as written."""
+    example = ROOT / "bridge" / "sources.example.json"
+    loaded = load_sources(example, tmp_path, INSTALLED, {"ALMACEN_PASSWORD": SECRET})
+    assert loaded.problems == []
+    assert list(loaded.sources) == ["ventas", "almacen", "prevision"]
