@@ -23,13 +23,14 @@ from pathlib import Path
 __all__ = ["default_root", "main", "parse_args"]
 
 
-def default_root() -> Path:
+def default_root(package: Path | None = None) -> Path:
     """The bridge's folder (spec 16.2): the unpacked bundle, or the source checkout.
 
-    The folder above the ``bridge`` package, except in a bundle, where the package sits in
-    ``<bundle>/lib/`` beside ``<bundle>/manifest.json``: then the bundle's folder.
+    The folder above the ``bridge`` package (``package``, this one by default), except in a
+    bundle, where the package sits in ``<bundle>/lib/`` beside ``<bundle>/manifest.json``: then
+    the bundle's folder.
     """
-    above = Path(__file__).resolve().parent.parent
+    above = (package or Path(__file__).resolve().parent).parent
     if above.name == "lib" and (above.parent / "manifest.json").is_file():
         return above.parent
     return above

@@ -28,6 +28,7 @@ import base64
 import contextlib
 import logging
 import re
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -44,6 +45,7 @@ from shared._budget import cut_value
 from shared._jsonio import dumps_text
 from shared._redaction import redact, register_secrets
 from shared._settings import secret_values
+from shared.cli import _leave
 from shared.dates import TEMPLATE_MARKERS, date_properties, local_today, resolve_date
 from shared.errors import (
     AcpError,
@@ -403,6 +405,9 @@ class Bridge:
         }
         self._started = anyio.Event()
         self._registered: set[str] = set()
+        self._in_flight: set[anyio.CancelScope] = set()
+        self._idle = anyio.Event()  # set while no call is in flight
+        self._idle.set()
         if not self.installed:
             log.warning("no connector found in %s (nor in %s): check --root", root / "acps", root / "connectors")
 
@@ -502,6 +507,28 @@ class Bridge:
         self, name: str, arguments: JsonObject | None, tools_changed: Callable[[], Awaitable[None]] | None = None
     ) -> types.CallToolResult:
         """Answer one ``tools/call``; never raises (an exception would reach the client as text, code 0)."""
+        with anyio.CancelScope() as scope:
+            self._in_flight.add(scope)
+            if self._idle.is_set():
+                self._idle = anyio.Event()
+            try:
+                return await self._call(name, arguments, tools_changed)
+            finally:
+                self._in_flight.discard(scope)
+                if not self._in_flight:
+                    self._idle.set()
+        return error_result(UpstreamError("The bridge is stopping, so this call was cancelled.").payload())
+
+    async def stop_calls(self, timeout_s: float) -> None:
+        """Cancel every call in flight and wait (at most ``timeout_s``) until they have unwound."""
+        for scope in list(self._in_flight):
+            scope.cancel()
+        with anyio.move_on_after(timeout_s):
+            await self._idle.wait()
+
+    async def _call(
+        self, name: str, arguments: JsonObject | None, tools_changed: Callable[[], Awaitable[None]] | None
+    ) -> types.CallToolResult:
         started = time.monotonic()
         try:
             if not isinstance(arguments, dict):
@@ -1074,27 +1101,40 @@ def build_server(bridge: Bridge) -> Server[Any]:
 
 
 async def serve_stdio(bridge: Bridge) -> None:
-    """Serve MCP over stdio until the client closes stdin (or SIGTERM)."""
-    from mcp.server.stdio import stdio_server
+    """Serve MCP over stdio until the client closes stdin; SIGTERM or a client gone ends the process.
+
+    The handshake era is served (shared's stdio loop, which also answers malformed lines and
+    notices a client that closed its end): clients of the stateless revision fall back to it.
+    """
+    from shared._sdk import serve_stdio_handshake_era
 
     server = build_server(bridge)
     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
     async with anyio.create_task_group() as group:
-        group.start_soon(_stop_on_sigterm, group.cancel_scope)
-        async with bridge.running(), stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, options)
+        group.start_soon(_stop_on_sigterm, bridge)
+        async with bridge.running():
+            await serve_stdio_handshake_era(server, options, _client_gone)
         group.cancel_scope.cancel()
 
 
-async def _stop_on_sigterm(scope: anyio.CancelScope) -> None:
-    """SIGTERM unwinds like end of input: connectors stop, no half-written dataset stays behind."""
+async def _stop_on_sigterm(bridge: Bridge) -> None:
+    """SIGTERM: the calls in flight unwind (no half-written dataset stays), then the process ends.
+
+    It ends at once rather than by unwinding the server, which waits for the thread blocked reading
+    stdin; the connectors see their stdin close and end as at a normal exit.
+    """
     import signal
-    import sys
 
     if sys.platform == "win32":
         return
     with anyio.open_signal_receiver(signal.SIGTERM) as signals:
-        async for _ in signals:
+        async for signum in signals:
             log.info("SIGTERM: stopping")
-            scope.cancel()
-            return
+            await bridge.stop_calls(timeout_s=5.0)
+            _leave(128 + signum)
+
+
+def _client_gone() -> NoReturn:
+    # The client closed its end of stdout: nothing can reach it any more.
+    log.warning("The client went away (stdout closed) while an answer was being written; exiting.")
+    _leave(0)
