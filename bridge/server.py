@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import logging
 import re
 import sys
@@ -195,9 +196,10 @@ class ConnectorProcess:
             if scope.cancelled_caught and not ready.is_set():
                 self.error = f"it did not answer within {START_TIMEOUT_S:.0f} s."
         except Exception as exc:  # the launch or the connection failed: say so, keep the bridge serving
-            if not ready.is_set():
+            if ready.is_set():
+                log.warning("connector %s stopped (%s)", self.installed.id, type(exc).__name__)
+            else:
                 self.error = _start_failure(exc, host.stderr())
-            log.warning("connector %s stopped: %s", self.installed.id, self.error or type(exc).__name__)
         finally:
             self._host = None
             if not ready.is_set() and self.error is None:
@@ -254,7 +256,7 @@ def _publish(
 ) -> PublishedTool:
     """The tool ``tool`` of ``connector`` as ``source`` publishes it (spec 16.4)."""
     name = f"{source.id}{SEPARATOR}{tool['name']}"
-    schema: JsonObject = _copy(tool.get("inputSchema") or {"type": "object", "properties": {}})
+    schema: JsonObject = copy.deepcopy(tool.get("inputSchema") or {"type": "object", "properties": {}})
     properties: JsonObject = schema.setdefault("properties", {})
     templates = tuple(n for n, role in date_properties(schema).items() if role == "template")
     for prop_name, prop in properties.items():
@@ -302,14 +304,6 @@ def _publish(
         templates=templates,
         extraction=extraction,
     )
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 def _own_tools() -> list[types.Tool]:
@@ -433,8 +427,9 @@ class Bridge:
                 yield self
             finally:
                 with anyio.CancelScope(shield=True):
-                    for process in self.processes.values():
-                        await process.close()
+                    async with anyio.create_task_group() as closing:
+                        for process in self.processes.values():
+                            closing.start_soon(process.close)
 
     async def _start_all(self) -> None:
         async def start(process: ConnectorProcess) -> None:

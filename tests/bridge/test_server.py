@@ -69,6 +69,8 @@ async def test_each_source_publishes_its_tools_with_its_prefix(serve: Serve) -> 
     assert "The full table is saved in acp-data as a new dataset" in report.description
     assert tools["shop-eu__report"].description.startswith("[Shop EU · Toy] ")
     assert "saved in acp-data" not in tools["shop__whoami"].description  # not an extraction tool
+    assert report.annotations is not None
+    assert report.annotations.read_only_hint is True
     table_ref = tools["fc__forecast"].input_schema["properties"]["table_ref"]
     assert "Id of a dataset in acp-data" in table_ref["description"]
     assert "start_date" not in tools["fc__forecast"].input_schema["properties"]
@@ -150,6 +152,7 @@ async def test_the_source_limits_and_session_reach_the_connector(serve: Serve) -
     assert tally == [1, 2]  # one conversation per source and bridge start (spec 16.5)
 
 
+@pytest.mark.slow
 async def test_a_table_too_big_to_travel_inline_is_streamed_from_its_file(
     serve: Serve, runtime_dirs: dict[str, str]
 ) -> None:
