@@ -37,7 +37,7 @@ def test_every_tool_and_block_has_a_test_and_a_readme_line(folder: Path) -> None
 
 def test_every_environment_variable_and_flag_is_documented() -> None:
     readme = (ROOT / "README.md").read_text("utf-8")
-    code = "\n".join(p.read_text("utf-8") for d in ("shared", "connectors") for p in (ROOT / d).rglob("*.py"))
+    code = "\n".join(p.read_text("utf-8") for d in ("shared", "connectors", "bridge") for p in (ROOT / d).rglob("*.py"))
     # Reads such as os.environ.get("ACP_X"), env["ACP_X"] or env.get("ACP_X", ...).
     variables = set(re.findall(r"(?:environ|env)(?:\.get\(|\[)\s*\"(ACP_[A-Z_]+)\"", code))
     assert variables, "expected the ACP_* environment variables of spec 13.3"
@@ -46,6 +46,19 @@ def test_every_environment_variable_and_flag_is_documented() -> None:
     cli = (ROOT / "shared" / "cli.py").read_text("utf-8")
     for flag in re.findall(r'add_argument\(\s*"(--[a-z-]+)"', cli):
         assert f"`{flag}" in readme, f"{flag} is missing from README.md"
+
+
+def test_every_flag_and_environment_variable_of_the_bridge_is_in_its_readme() -> None:
+    readme = (ROOT / "bridge" / "README.md").read_text("utf-8")
+    code = "\n".join(p.read_text("utf-8") for p in (ROOT / "bridge").glob("*.py"))
+    flags = re.findall(r'add_argument\(\s*"(--[a-z-]+)"', (ROOT / "bridge" / "cli.py").read_text("utf-8"))
+    assert {"--project", "--sources", "--root"} <= set(flags)
+    for flag in flags:
+        assert f"`{flag}" in readme, f"{flag} is missing from bridge/README.md"
+    for variable in set(re.findall(r"(?:environ|env)(?:\.get\(|\[)\s*\"(ACP_[A-Z_]+)\"", code)):
+        assert f"`{variable}`" in readme, f"{variable} is missing from bridge/README.md"
+    for client in ("claude_desktop_config.json", ".cursor/mcp.json", ".vscode/mcp.json"):
+        assert client in readme, f"bridge/README.md: add the configuration for {client}"
 
 
 @pytest.mark.slow

@@ -1,0 +1,5 @@
+"""``python -m bridge``: see :mod:`bridge.cli`."""
+
+from bridge.cli import main
+
+main()
