@@ -37,6 +37,9 @@ __all__ = ["REFERENCE_KEYS", "SourceReferenceError", "SourceReferences"]
 
 REFERENCE_KEYS = ("env", "file", "projectPath")
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Only a name written the conventional way is repeated in a message: a reference that holds a pasted
+# secret instead of a variable's name must not carry that secret into an error the model may read.
+_SHOWN_VARIABLE = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
 
 
 class SourceReferenceError(ValueError):
@@ -95,9 +98,11 @@ class SourceReferences:
     def _env(self, name: str, where: str) -> str:
         value = self.environ.get(name)
         if value is None:
+            named = name if _SHOWN_VARIABLE.match(name) else "it names (not repeated: it is not an UPPER_CASE name)"
             raise SourceReferenceError(
                 where,
-                f"the environment variable {name} is not set; set it where the server starts, or change the reference.",
+                f"the environment variable {named} is not set; set it where the server starts, or change the "
+                'reference (an {"env"} reference holds the variable\'s name, never the secret itself).',
             )
         return value
 

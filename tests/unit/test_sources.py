@@ -156,3 +156,10 @@ def test_a_symlink_loop_and_a_missing_project_folder_are_errors(layout: dict[str
     without = SourceReferences(base_dir=layout["sources"], environ={})
     with pytest.raises(SourceReferenceError, match="needs a project folder and none was given"):
         without.resolve({"projectPath": "data/x"}, "x")
+
+
+@pytest.mark.parametrize("pasted", ["sk-live-4f9a8Xq2", "ya29.a0AfH6SMC", "ghp_16C7e42F292c6912E7710c838347Ae178B4a"])
+def test_a_secret_pasted_where_a_variable_name_goes_is_not_repeated(layout: dict[str, Path], pasted: str) -> None:
+    with pytest.raises(SourceReferenceError, match="is not set") as error:
+        _refs(layout).resolve({"env": pasted}, "sources[0].credentials.token")
+    assert pasted not in str(error.value) and "never the secret itself" in str(error.value)
