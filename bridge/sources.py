@@ -41,7 +41,7 @@ from typing import Any, Literal
 from shared.host import AcpHost
 from shared.install import discover
 from shared.protocol import MAX_FIELD_LIMIT, MAX_ROW_LIMIT, JsonObject
-from shared.sources import SourceReferenceError, SourceReferences
+from shared.sources import DuplicateKeyError, SourceReferenceError, SourceReferences, load_json_strict
 
 __all__ = [
     "LIMIT_KEYS",
@@ -273,33 +273,19 @@ def _read(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise _Refused(_file_problem(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8.")) from None
     try:
-        document = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        document = load_json_strict(text)
     except json.JSONDecodeError as exc:
         # The position and the parser's reason only: never the text around it, which may be a secret.
         raise _Refused(
             _file_problem(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.")
         ) from None
-    except _DuplicateKey as exc:
+    except DuplicateKeyError as exc:
         raise _Refused(
-            _file_problem(f"{path} has the key {exc.args[0]!r} twice in one object; keep one of them.")
+            _file_problem(f"{path} has the key {exc.key!r} twice in one object; keep one of them.")
         ) from None
     if not isinstance(document, dict):
         raise _Refused(_file_problem(f"{path} must hold a JSON object with a sources list (spec 16.3)."))
     return document
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # A key written twice would silently keep the last value: a credential the user thinks is set may not be.
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
 
 
 def _file_problem(message: str) -> SourceProblem:

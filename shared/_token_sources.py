@@ -62,7 +62,7 @@ from ._settings import (
 )
 from .declaration import Connector, Principal, ResourceRef
 from .errors import AcpError, InvalidArguments, InvalidLimit, ResourceNotFound
-from .sources import SourceReferenceError, SourceReferences
+from .sources import DuplicateKeyError, SourceReferenceError, SourceReferences, load_json_strict
 
 log = logging.getLogger("acp")
 
@@ -237,12 +237,12 @@ def load_sources(
     """
     _check_private(path)
     try:
-        raw = json.loads(path.read_text("utf-8"), object_pairs_hook=_no_duplicate_keys)
+        raw = load_json_strict(path.read_text("utf-8"))
     except UnicodeDecodeError:
         raise SourcesFileError(f"{path} is not UTF-8 text.") from None
     except json.JSONDecodeError as exc:  # the position only: the text may hold secrets
         raise SourcesFileError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}).") from None
-    except _DuplicateKey as exc:
+    except DuplicateKeyError as exc:
         raise SourcesFileError(f"{path}: the key '{exc}' appears twice in one object; keep one.") from None
     except OSError as exc:
         raise SourcesFileError(f"Cannot read {path} ({exc.strerror or type(exc).__name__}).") from None
@@ -296,19 +296,6 @@ def _check_private(path: Path) -> None:
             f"The sources file {path} is open to other users (mode {stat.S_IMODE(info.st_mode):03o}) and it holds "
             f"credentials. Make it owner-only: chmod 600 {path}"
         )
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
 
 
 def _no_unknown(raw: Mapping[str, Any], known: frozenset[str], where: str) -> None:

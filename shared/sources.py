@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REFERENCE_KEYS", "SourceReferenceError", "SourceReferences"]
+__all__ = ["REFERENCE_KEYS", "DuplicateKeyError", "SourceReferenceError", "SourceReferences", "load_json_strict"]
 
 REFERENCE_KEYS = ("env", "file", "projectPath")
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -151,3 +151,26 @@ _WHAT = {"env": "variable's name", "file": "file's path", "projectPath": "path i
 
 def _member(where: str, key: str) -> str:
     return f"{where}.{key}" if _PLAIN_KEY.match(key) else f"{where}[{json.dumps(key)}]"
+
+
+class DuplicateKeyError(ValueError):
+    """A sources file writes one key twice in one object; ``key`` is the key."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A key written twice would silently keep the last value: a credential the user thinks is set may not be.
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
+def load_json_strict(text: str) -> Any:
+    """``json.loads`` of a sources file, refusing a key written twice in one object (:class:`DuplicateKeyError`)."""
+    return json.loads(text, object_pairs_hook=_no_duplicate_keys)

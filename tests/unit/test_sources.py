@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.sources import SourceReferenceError, SourceReferences
+from shared.sources import DuplicateKeyError, SourceReferenceError, SourceReferences, load_json_strict
 
 SECRET = "s3cr3t-value-that-must-never-be-echoed"
 
@@ -163,3 +163,10 @@ def test_a_secret_pasted_where_a_variable_name_goes_is_not_repeated(layout: dict
     with pytest.raises(SourceReferenceError, match="is not set") as error:
         _refs(layout).resolve({"env": pasted}, "sources[0].credentials.token")
     assert pasted not in str(error.value) and "never the secret itself" in str(error.value)
+
+
+def test_a_key_written_twice_is_refused_by_name() -> None:
+    with pytest.raises(DuplicateKeyError) as error:
+        load_json_strict('{"sources": [{"id": "a", "credentials": {"password": "x", "password": "y"}}]}')
+    assert error.value.key == "password"
+    assert load_json_strict('{"a": {"b": 1}, "b": 2}') == {"a": {"b": 1}, "b": 2}
