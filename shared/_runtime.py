@@ -448,6 +448,7 @@ class AcpRuntime:
             if self.connector.resources.check is not None:
                 await self.connector.resources.check(ref, cctx)
         results, cached = await runner.blocks(cctx, principal, ref, chosen)
+        call.warnings.extend(cctx.warnings)  # what resolving the resource or a block had to say
         failed = sum(1 for r in results if "error" in r)
         if failed:
             call.warnings.append(f"{failed} of {len(results)} autocontext blocks failed; see their error field.")

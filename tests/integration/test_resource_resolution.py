@@ -38,6 +38,7 @@ async def resolve(ref: ResourceRef, ctx: CallContext) -> ResourceRef:
     resolved_in.append(ctx.tool)
     listed = await ctx.run_blocking(lambda: SHOPS)  # the I/O a real source does here
     if ref.id == "newest":
+        ctx.warnings.append(f"newest is {listed[-1]} today.")
         return ResourceRef(id=listed[-1], level="shop")
     if ref.id in listed or ref.level == "group":
         return ref
@@ -111,6 +112,7 @@ async def test_autocontext_runs_its_blocks_for_the_resolved_resource(in_process)
     async with in_process(CONNECTOR) as host:
         result = await host.call("autocontext", {"resource_id": "NEWEST"}, {})
         assert result.system_info["resource_id"] == "shop-9"
+        assert result.system_info["warnings"] == ["newest is shop-9 today."]  # what resolving said
         assert result.model_response == [
             {"id": "where", "description": "Which shop the block was fetched for.", "data": {"fetched_for": "shop-9"}}
         ]
