@@ -14,10 +14,11 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared import CallContext, Extraction, Header, InvalidArguments, Tool
+from shared import CallContext, Extraction, Header, InvalidArguments, TableWriter, Tool
 
 from . import api
 from .countries import CODES, NAMES
@@ -273,8 +274,13 @@ class Totals:
 
 
 def row_converter(dimensions: Sequence[str]) -> Callable[[list[dict[str, Any]], Totals], list[tuple[Any, ...]]]:
-    """A function turning one API page into table rows (in :func:`columns` order), adding to the totals."""
+    """A function turning one API page into table rows (in :func:`columns` order), adding to the totals.
+
+    Dates become ``datetime.date`` objects: the table writer passes those through without parsing text.
+    """
     country = dimensions.index("country") if "country" in dimensions else None
+    day = dimensions.index("date") if "date" in dimensions else None
+    parse_day = dt.date.fromisoformat
 
     def convert(rows: list[dict[str, Any]], totals: Totals) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = []
@@ -289,8 +295,10 @@ def row_converter(dimensions: Sequence[str]) -> Callable[[list[dict[str, Any]], 
                 weighted += position * impressions
                 positioned += impressions
             keys = row.get("keys", ())
+            if day is not None:
+                keys[day] = parse_day(keys[day])  # the page's own list, read once: changed in place
             if country is not None:
-                keys = [*keys[: country + 1], NAMES.get(keys[country]), *keys[country + 1 :]]
+                keys.insert(country + 1, NAMES.get(keys[country]))
             append((*keys, clicks, impressions, row.get("ctr"), position))
         totals.clicks += clicks_sum
         totals.impressions += impressions_sum
@@ -299,6 +307,53 @@ def row_converter(dimensions: Sequence[str]) -> Callable[[list[dict[str, Any]], 
         return out
 
     return convert
+
+
+# -- paging ------------------------------------------------------------------------------------------
+def read_pages(
+    config: api.Settings,
+    site: str,
+    body: dict[str, Any],
+    writer: TableWriter,
+    convert: Callable[[list[dict[str, Any]], Totals], list[tuple[Any, ...]]],
+    totals: Totals,
+) -> tuple[int, str | None]:
+    """Every page of a query into ``writer``: 25,000 rows from ``startRow`` 0, 25,000… until an answer has
+    no ``rows`` key, or the writer's cap. Returns the requests made and the aggregation Search Console used.
+
+    The next page is asked for while this one is stored (one request ahead, in a thread with its own
+    connection), so Search Console's time and the conversion overlap; a page is never asked for past the cap.
+    """
+
+    def fetch(start_row: int, limit: int) -> dict[str, Any]:
+        return api.query(config, site, {**body, "rowLimit": limit, "startRow": start_row})
+
+    def limit_for(room: int | None) -> int:
+        return api.PAGE_ROWS if room is None else max(min(api.PAGE_ROWS, room + 1), 1)  # one past the cap tells
+
+    room = None if writer.max_rows is None else writer.max_rows - writer.row_count
+    pages, start_row, aggregation = 0, 0, None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gsc-page") as ahead:
+        pending: Future[dict[str, Any]] | None = ahead.submit(fetch, 0, limit_for(room))
+        while pending is not None:
+            answer = pending.result()
+            pages += 1
+            aggregation = answer.get("responseAggregationType", aggregation)
+            rows = answer.get("rows")
+            if not rows:  # Search Console's end of data: the key is absent
+                break
+            start_row += len(rows)
+            capped = room is not None and len(rows) > room
+            if room is not None:
+                room -= min(len(rows), room)
+            pending = None if capped else ahead.submit(fetch, start_row, limit_for(room))
+            writer.pages = pages
+            kept = rows if not capped else rows[: len(rows) - 1]
+            batch = convert(kept, totals)
+            if capped:  # the row past the cap: the writer drops it and says the table is capped
+                batch += convert(rows[len(kept) :], Totals())
+            writer.extend(batch)
+    return pages, aggregation
 
 
 # -- the tool ----------------------------------------------------------------------------------------
@@ -333,27 +388,7 @@ async def search_analytics(arguments: dict[str, Any], ctx: CallContext) -> Extra
         writer = ctx.table(columns=columns(request.dimensions), title=f"{title} · {start}→{end}")
         convert = row_converter(request.dimensions)
         totals = Totals()
-        body = request.body(start, end)
-        start_row = pages = 0
-        aggregation = None
-        while True:
-            room = None if writer.max_rows is None else writer.max_rows - writer.row_count
-            limit = api.PAGE_ROWS if room is None else max(min(api.PAGE_ROWS, room + 1), 1)
-            answer = api.query(config, site, {**body, "rowLimit": limit, "startRow": start_row})
-            pages += 1
-            aggregation = answer.get("responseAggregationType", aggregation)
-            rows = answer.get("rows")
-            if not rows:  # Search Console's end of data: the key is absent
-                break
-            writer.pages = pages
-            kept = rows if room is None else rows[:room]
-            batch = convert(kept, totals)
-            if len(kept) < len(rows):  # one row past the cap, which the writer drops and reports
-                batch += convert(rows[len(kept) : len(kept) + 1], Totals())
-            writer.extend(batch)
-            start_row += len(rows)
-            if writer.capped:
-                break
+        pages, aggregation = read_pages(config, site, request.body(start, end), writer, convert, totals)
         table = writer.finish()
         if not reliable and (end >= today - dt.timedelta(days=RECENT_DAYS) or table.row_count == 0):
             try:
