@@ -226,9 +226,10 @@ class SearchRequest:
         if end is None:
             end = last_reliable() if self.data_state == "final" else today
             if self.start_date is not None and self.start_date > end:
+                why = "the property's last day of final data" if self.data_state == "final" else "today"
                 raise InvalidArguments(
-                    f"start_date {self.start_date} is after {end}, the default end_date (the property's last day of "
-                    f"{self.data_state} data). Pass end_date too, or an earlier start_date."
+                    f"start_date {self.start_date} is after {end}, the default end_date ({why}). Pass end_date too, "
+                    "or an earlier start_date."
                 )
         start = self.start_date
         if start is None:
