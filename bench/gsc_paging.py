@@ -45,7 +45,7 @@ DIMENSIONS = ["query", "page", "country", "device", "date"]
 PAGE_ROWS = 25_000  # the API's largest rowLimit, which the connector asks for
 ROW_LIMIT = 25
 TARGET_RATIO = 1.5
-ROWS_PER_DAILY_FACT = 41  # rows of this split per generated fact a day, over the fake's 120 days
+ROWS_PER_DAILY_FACT = 58  # rows of this split per generated fact a day, over the fake's 120 days
 SCOPES = ["https://www.googleapis.com/auth/webmasters.readonly"]
 
 
