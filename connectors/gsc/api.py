@@ -104,10 +104,27 @@ def service(settings: Settings) -> Service:
             static_discovery=True,
             cache_discovery=False,
             client_options={"api_endpoint": api} if api else None,
+            model=_orjson_model(),
         )
         return Service(resource, credentials)
 
     return _clients.get(settings.credentials, endpoint=api, build=build)
+
+
+def _orjson_model() -> Any:
+    """The library's JSON model, reading answers with orjson: a 25,000-row page is most of a call's time
+    in ``json.loads``, and orjson reads it into the same Python values several times faster."""
+    import orjson
+    from googleapiclient.model import JsonModel
+
+    class OrjsonModel(JsonModel):  # type: ignore[misc]  # the library is untyped
+        def deserialize(self, content: bytes | str) -> Any:
+            try:
+                return orjson.loads(content)
+            except orjson.JSONDecodeError:  # not JSON: the library's own answer (the text)
+                return super().deserialize(content)
+
+    return OrjsonModel()
 
 
 def cache_key(settings: Settings, *parts: str) -> tuple[str, ...]:

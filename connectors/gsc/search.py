@@ -274,7 +274,7 @@ class Totals:
         return {"clicks": self.clicks, "impressions": self.impressions, "ctr": ctr, "position": position}
 
 
-def row_converter(dimensions: Sequence[str]) -> Callable[[list[dict[str, Any]], Totals], list[tuple[Any, ...]]]:
+def row_converter(dimensions: Sequence[str]) -> Callable[[list[dict[str, Any]], Totals], list[list[Any]]]:
     """A function turning one API page into table rows (in :func:`columns` order), adding to the totals.
 
     Dates become ``datetime.date`` objects: the table writer passes those through without parsing text.
@@ -283,8 +283,8 @@ def row_converter(dimensions: Sequence[str]) -> Callable[[list[dict[str, Any]], 
     day = dimensions.index("date") if "date" in dimensions else None
     parse_day = dt.date.fromisoformat
 
-    def convert(rows: list[dict[str, Any]], totals: Totals) -> list[tuple[Any, ...]]:
-        out: list[tuple[Any, ...]] = []
+    def convert(rows: list[dict[str, Any]], totals: Totals) -> list[list[Any]]:
+        out: list[list[Any]] = []
         append = out.append
         clicks_sum = impressions_sum = positioned = 0
         weighted = 0.0
@@ -295,12 +295,13 @@ def row_converter(dimensions: Sequence[str]) -> Callable[[list[dict[str, Any]], 
             if position is not None:
                 weighted += position * impressions
                 positioned += impressions
-            keys = row.get("keys", ())
+            keys = row.get("keys") or []
             if day is not None:
-                keys[day] = parse_day(keys[day])  # the page's own list, read once: changed in place
+                keys[day] = parse_day(keys[day])  # the page's own list, read once: it becomes the row
             if country is not None:
                 keys.insert(country + 1, NAMES.get(keys[country]))
-            append((*keys, clicks, impressions, row.get("ctr"), position))
+            keys.extend((clicks, impressions, row.get("ctr"), position))  # the row itself: no new sequence
+            append(keys)
         totals.clicks += clicks_sum
         totals.impressions += impressions_sum
         totals.weighted_position += weighted
@@ -316,7 +317,7 @@ def read_pages(
     site: str,
     body: dict[str, Any],
     writer: TableWriter,
-    convert: Callable[[list[dict[str, Any]], Totals], list[tuple[Any, ...]]],
+    convert: Callable[[list[dict[str, Any]], Totals], list[list[Any]]],
     totals: Totals,
 ) -> tuple[int, str | None]:
     """Every page of a query into ``writer``: 25,000 rows from ``startRow`` 0, 25,000… until an answer has
