@@ -48,7 +48,7 @@ CONNECTOR = Connector(
     id="gsc",
     title="Search Console",
     version=__version__,
-    description="Google Search Console: Search Analytics with every row, URL Inspection and sitemaps.",
+    description="Google Search Console: search analytics paged in full, URL inspection and sitemaps.",
     instructions=(
         "Google Search Console: how the user's sites appear in Google Search (clicks, impressions, CTR and average "
         "position by query, page, country, device, date and search appearance), Google's index view of their URLs, "

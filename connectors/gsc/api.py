@@ -4,7 +4,8 @@ Everything here is synchronous and runs in a worker thread (``ctx.run_blocking``
 built from the Search Console document bundled with the library (``static_discovery``: no network
 call to discover it) and cached per credentials and endpoint (:class:`shared.google_api.ClientCache`).
 httplib2 is not thread-safe, so each thread sends its requests over its own authorized connection
-(``execute(http=…)``), sharing the client and its token.
+(``execute(http=…)``), sharing the client and its token. Answers are read with orjson (the library's
+JSON model, subclassed): a 25,000-row page is the largest thing a call parses.
 
 ``googleapiclient`` retries nothing by itself; every request here is retried on 429, 5xx, rate
 reasons and network failures with a bounded backoff that gives up after ``ACP_GSC_RETRY_S`` seconds
