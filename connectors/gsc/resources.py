@@ -48,7 +48,7 @@ _INVALID = (
 )
 
 
-class Recent(Generic[T]):
+class TimedCache(Generic[T]):
     """Answers kept for ``ttl_s`` per key, each computed by one thread at a time (thread-safe)."""
 
     def __init__(self, ttl_s: float, size: int = 256) -> None:
@@ -78,7 +78,7 @@ class Recent(Generic[T]):
             self._values.clear()
 
 
-_sites: Recent[list[api.Site]] = Recent(SITES_TTL_S)
+_sites: TimedCache[list[api.Site]] = TimedCache(SITES_TTL_S)
 
 
 def settings(ctx: CallContext) -> api.Settings:

@@ -22,7 +22,7 @@ from shared import CallContext, Extraction, Header, InvalidArguments, TableWrite
 
 from . import api
 from .countries import CODES, NAMES
-from .resources import Recent, settings
+from .resources import TimedCache, settings
 
 DIMENSIONS = ("query", "page", "country", "device", "date", "hour", "searchAppearance")
 FILTER_DIMENSIONS = ("query", "page", "country", "device", "searchAppearance")
@@ -108,7 +108,7 @@ def first_available_day(today: dt.date) -> dt.date:
     return months_before(today, DATA_KEPT_MONTHS)
 
 
-_reliable_days: Recent[dt.date] = Recent(RELIABLE_DAY_TTL_S)
+_reliable_days: TimedCache[dt.date] = TimedCache(RELIABLE_DAY_TTL_S)
 
 
 def last_reliable_day(config: api.Settings, site: str, search_type: str, today: dt.date) -> dt.date:
