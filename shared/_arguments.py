@@ -70,7 +70,10 @@ class ArgumentResolver:
                 f"Missing resource_id ({spec.format}). Call autocontext without arguments to list the "
                 "available resources, then pass one as resource_id."
             )
-        ref = self.normalize(text, eff.credentials)
+        return self.check_level(tool, self.normalize(text, eff.credentials))
+
+    def check_level(self, tool: Tool, ref: ResourceRef) -> ResourceRef:
+        """``ref``, when it is at a level ``tool`` works on; ACP_INVALID_ARGUMENTS otherwise."""
         if tool.levels is not None and ref.level not in tool.levels:
             raise InvalidArguments(
                 f"{tool.name} works on {', '.join(tool.levels)} resources; '{ref.id}' is a {ref.level}. "

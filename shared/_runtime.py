@@ -9,6 +9,7 @@ It wires the SDK (the capability in ``initialize`` and ``server/discover``, ``to
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import secrets
@@ -270,7 +271,8 @@ class AcpRuntime:
         args = resolver.check(tool.name, self.catalog.input_schema(tool), tool.validation_schema, arguments)
         idempotency_key = None if tool.read_only else args.pop(IDEMPOTENCY_KEY, None) or key_from_meta(params.meta)
         written = dict(args)
-        window = resolve_date_arguments(args, date_properties(tool.input_schema), local_today())
+        today = (tool.today or local_today)()
+        window = resolve_date_arguments(args, date_properties(tool.input_schema), today)
         principal = self._principal(eff, bound) if tool.requires_credentials else None
         resource = resolver.resource(tool, args.pop("resource_id", None), eff)
         if bound is not None and resource is not None:
@@ -283,7 +285,11 @@ class AcpRuntime:
         conversation = session.conversation(
             principal.identity if principal else "", meta.conversation_id or meta.session_id or ""
         )
-        cctx = self._context(ctx, eff, principal, resource, call, selection, conversation)
+        cctx = self._context(ctx, eff, principal, resource, call, selection, conversation, today)
+        if resource is not None:
+            resource = await self._resolve(resource, cctx, bound)
+            cctx.resource = resolver.check_level(tool, resource)
+            call.resource_id = resource.id
         completed = False
         try:
             if idempotency_key is None:
@@ -309,7 +315,7 @@ class AcpRuntime:
         if isinstance(output, Info):
             return self.envelopes.info(call, output)
         attached = await self.autocontext.first_call(session, meta, cctx, principal, resource)
-        return self._extraction_result(ctx, call, output, eff, tool, selection, window, attached)
+        return self._extraction_result(ctx, call, output, eff, tool, selection, window or [today.isoformat()], attached)
 
     def _principal(self, eff: Effective, bound: BoundSource | None) -> Principal:
         """Who the call's credentials are; for a token-bound source, scoped to that source (spec 10.1.5)."""
@@ -321,6 +327,16 @@ class AcpRuntime:
         if bound is not None:
             bound.require_allowed(ref)
         return ref
+
+    async def _resolve(self, ref: ResourceRef, cctx: CallContext, bound: BoundSource | None) -> ResourceRef:
+        """The ref the source knows (``Resources.resolve``), still within a token-bound source's resources."""
+        resolve = self.connector.resources.resolve
+        if resolve is None:
+            return ref
+        resolved = await resolve(ref, cctx)
+        if bound is not None:
+            bound.require_allowed(resolved)
+        return resolved
 
     def _visible(self, eff: Effective, bound: BoundSource | None) -> Callable[[str], bool] | None:
         """Which listed resources a token-bound source may see (None: every one)."""
@@ -346,6 +362,7 @@ class AcpRuntime:
         call: CallRecord,
         selection: list[str] | None = None,
         conversation: dict[str, Any] | None = None,
+        today: dt.date | None = None,
     ) -> CallContext:
         caps = _sdk.client_acp_capability(ctx) or {}
 
@@ -373,7 +390,7 @@ class AcpRuntime:
             files=self.files,
             host_tables=bool(caps.get("host_tables")),
             read_host_table=read_host_table,
-            today=local_today(),
+            today=today or local_today(),
             tables_selected=selection,
             report_progress=_sdk.progress_reporter(ctx),
             conversation=conversation,
@@ -425,9 +442,13 @@ class AcpRuntime:
         call.resource_id = ref.id if uses_resources else None
         cctx = self._context(ctx, eff, principal, ref if uses_resources else None, call)
         await runner.ensure_proven(cctx)
-        if uses_resources and self.connector.resources.check is not None:
-            await self.connector.resources.check(ref, cctx)
+        if uses_resources:
+            ref = await self._resolve(ref, cctx, bound)
+            cctx.resource, call.resource_id = ref, ref.id
+            if self.connector.resources.check is not None:
+                await self.connector.resources.check(ref, cctx)
         results, cached = await runner.blocks(cctx, principal, ref, chosen)
+        call.warnings.extend(cctx.warnings)  # what resolving the resource or a block had to say
         failed = sum(1 for r in results if "error" in r)
         if failed:
             call.warnings.append(f"{failed} of {len(results)} autocontext blocks failed; see their error field.")
@@ -447,14 +468,14 @@ class AcpRuntime:
         eff: Effective,
         tool: Tool,
         selection: list[str] | None,
-        window: list[str] | None,
+        window: list[str],
         attached: list[BlockResult] | None,
     ) -> types.CallToolResult:
         assert isinstance(output, Extraction)
         caps = _sdk.client_acp_capability(ctx)
         catalog = self.connector.catalog_for(tool)
         if output.dates is None:
-            output.dates = window or [local_today().isoformat()]
+            output.dates = window
         if output.screenshot_path is not None and ctx.request is not None:
             # spec 8.10: a remote host cannot read a path on this machine, so over HTTP it is not sent.
             output.screenshot_path.unlink(missing_ok=True)

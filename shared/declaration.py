@@ -6,6 +6,7 @@ autocontext blocks and cost. Nothing here performs I/O.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -114,6 +115,14 @@ class Resources:
     ``list`` returns every resource the credentials can reach, in the source's order; the
     core ranks the 25 suggestions. ``check`` verifies that a resource exists before
     autocontext runs its blocks.
+
+    ``resolve`` is for sources whose canonical id depends on what the credentials can see
+    (Search Console: ``example.com`` is ``sc-domain:example.com`` when that property exists,
+    a page URL belongs to the longest URL-prefix property that contains it). It may do I/O:
+    it gets the normalized ref and the call's context, and returns the ref the source
+    knows, or raises ``ResourceNotFound`` naming the closest ones. The core calls it before
+    a tool runs and before autocontext runs its blocks, and everything after it (the
+    tool, ``system_info.resource_id``, caches, ``on_first_call``) sees its answer.
     """
 
     description: str
@@ -125,6 +134,7 @@ class Resources:
     normalize: Callable[[str, JsonObject | None], ResourceRef] | None = None
     list: Callable[[CallContext], Awaitable[Sequence[ResourceSummary]]] | None = None
     check: Callable[[ResourceRef, CallContext], Awaitable[None]] | None = None
+    resolve: Callable[[ResourceRef, CallContext], Awaitable[ResourceRef]] | None = None
 
     @property
     def used(self) -> bool:
@@ -173,6 +183,10 @@ class Tool:
     (``additionalProperties: false``) and adds ``resource_id`` and ``tables`` as the spec says.
 
     Annotations tell the truth: a tool is read-only unless ``read_only=False``.
+
+    ``today`` gives the date in the calendar the tool's source keeps its days in, which
+    resolves ``today``, ``yesterday`` and ``NdaysAgo`` in its date arguments (spec 8.9) and is
+    ``CallContext.today``; None: the server's local date. Search Console's days are Pacific Time.
     """
 
     name: str
@@ -188,6 +202,7 @@ class Tool:
     destructive: bool = False
     idempotent: bool | None = None
     validation_schema: JsonObject | None = None  # only the core's reserved tools need it
+    today: Callable[[], dt.date] | None = None
 
 
 def table_ref_input(description: str = "Id of a host dataset or report. The host resolves the rows.") -> JsonObject:

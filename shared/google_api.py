@@ -39,7 +39,9 @@ README).
 
 **Retries.** :func:`retry_deadline_s` reads how long a connector lets the client retry
 (``ACP_BIGQUERY_RETRY_S``); :func:`bounded_retry` applies it to a ``google.api_core``
-``Retry``. ``googleapiclient`` does not retry unless asked (``execute(num_retries=N)``).
+``Retry``. ``googleapiclient`` does not retry unless asked (``execute(num_retries=N)``, whose
+sleeps double without bound): its connectors wrap calls in ``bounded_retry(Retry(predicate=
+is_transient), …)`` instead, :func:`is_transient` saying which failures are worth another try.
 
 **Errors.** Google's libraries raise two shapes: ``google.api_core`` exceptions (BigQuery,
 GA4: ``.code``, ``.errors``, ``.reason``) and ``googleapiclient.errors.HttpError`` (Search
@@ -315,7 +317,9 @@ def _unreachable(failure: Failure) -> bool:
 
 RATE_LIMITED = "{service} is rate-limiting these requests ({message}). Wait a minute and try again."
 INTERNAL_ERROR = "{service} had an internal error ({message}). Try again in a moment."
-_RATE_REASONS = (
+# Google's reasons for a rate or quota refusal, whatever the HTTP status (a 403 may carry one): a
+# connector row that keys on a status uses them to leave rate limits to the generic row.
+RATE_REASONS = (
     "rateLimitExceeded",
     "userRateLimitExceeded",
     "quotaExceeded",
@@ -356,7 +360,7 @@ GENERIC_RULES: tuple[Rule, ...] = (
         name="unreachable",
     ),
     Rule(UpstreamError, RATE_LIMITED, codes=(429,), name="rate_limited"),
-    Rule(UpstreamError, RATE_LIMITED, reasons=_RATE_REASONS, name="rate_limited"),
+    Rule(UpstreamError, RATE_LIMITED, reasons=RATE_REASONS, name="rate_limited"),
     Rule(UpstreamError, INTERNAL_ERROR, reasons=("backendError", "internalError", "badGateway"), name="internal_error"),
     Rule(CredentialsInvalid, _UNAUTHENTICATED, codes=(401,), name="unauthenticated"),
     Rule(
@@ -383,6 +387,20 @@ GENERIC_RULES: tuple[Rule, ...] = (
     ),
     Rule(UpstreamError, _FAILED, classes=(_API_CORE_ERROR, _HTTP_ERROR), name="failed"),
 )
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a Google call that raised ``exc`` is worth retrying: HTTP 429 or 5xx, a rate or quota
+    reason (even on a 403), or no HTTP answer at all (the network, a timeout).
+
+    The predicate of a ``google.api_core.retry.Retry`` for clients that do not retry by themselves
+    (``googleapiclient``): ``bounded_retry(Retry(predicate=is_transient), deadline_s)``.
+    """
+    found = api_error(exc)
+    if found is None:
+        return _unreachable(Failure(exc, ""))
+    status = found.status or 0
+    return status == 429 or status >= 500 or not found.reasons.isdisjoint(RATE_REASONS)
 
 
 class GoogleErrorPolicy:

@@ -289,6 +289,38 @@ def _bigquery(folder: Path, canary: str) -> Iterator[Source]:
         )
 
 
+# -- gsc ------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _gsc(folder: Path, canary: str) -> Iterator[Source]:
+    import json
+
+    from fakes.search_console import FakeSearchConsole
+    from gsc_support import DOMAIN, by_page_truth, gsc_env, service_account, today
+
+    # The fake keeps the connector's calendar (Pacific Time), so the default window meets its fresh days.
+    with FakeSearchConsole(today=today()) as fake:
+        end = fake.last_final_date(DOMAIN)
+        start = end - dt.timedelta(days=6)
+        expected = len(by_page_truth(fake, DOMAIN, ["page", "date"], start, end))
+        info = fake.oauth.service_account_info("gsc-conformance")
+        forged = {**info, "private_key": f"-----BEGIN PRIVATE KEY-----\n{canary}\n-----END PRIVATE KEY-----\n"}
+        yield Source(
+            credentials=service_account(fake),
+            resource_id=DOMAIN,
+            extraction=(
+                "search_analytics",
+                {"dimensions": ["page", "date"], "start_date": start.isoformat(), "end_date": end.isoformat()},
+            ),
+            extraction_rows=expected,
+            env=gsc_env(fake),
+            canary_credentials=(
+                {"type": "service_account", "service_account": json.dumps(forged)},
+                {"type": "oauth", "access_token": canary},
+                {"type": "oauth", "refresh_token": canary, "client_id": "cid", "client_secret": canary},
+            ),
+        )
+
+
 @contextlib.contextmanager
 def _prediction(folder: Path, canary: str) -> Iterator[Source]:
     """No resource, no credentials: forecast 60 days of a host table 30 days ahead (spec 6.1, 8.8, 16.7)."""
@@ -385,6 +417,7 @@ PROFILES: dict[str, Profile] = {
         slow=frozenset({"postgres", "mysql"}),
     ),
     "bigquery": Profile("bigquery", {"fake": _bigquery}),
+    "gsc": Profile("gsc", {"fake": _gsc}),
     "prediction": Profile("prediction", {"host_table": _prediction}),
     "toy": Profile("toy", {"report": _toy_report, "browse": _toy_browse}, module="toy_connector"),
     "toy_local": Profile("toy_local", {"host_table": _toy_local}, module="toy_local_connector"),

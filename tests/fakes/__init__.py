@@ -9,4 +9,6 @@ computes its answers from generated data, and injects faults on request.
 - ``fakes.bigquery_sql``: BigQuery Standard SQL executed on DuckDB (transpile, rewrites, dry-run bytes).
 - ``fakes.ga4_export``: a seeded generator of GA4 BigQuery-export daily shards.
 - ``fakes.bigquery``: ``FakeBigQuery``, the BigQuery v2 REST API over all of the above.
+- ``fakes.search_console``: ``FakeSearchConsole``, the Search Console API (search analytics, sites, sitemaps,
+  URL inspection) over generated query/page/country/device/date facts.
 """

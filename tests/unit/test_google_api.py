@@ -40,6 +40,7 @@ from shared.google_api import (
     close_client,
     describe,
     endpoint_override,
+    is_transient,
     retry_deadline_s,
 )
 
@@ -244,6 +245,34 @@ def test_exhausted_retries_name_the_last_answer(fake: ErrorServer) -> None:
     mapped = POLICY.translate(caught.value)
     assert isinstance(mapped, UpstreamError)
     assert "kept failing after retries (Backend unavailable.)" in mapped.message
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "transient"),
+    [
+        (429, None, True),
+        (500, "backendError", True),
+        (503, None, True),
+        (403, "userRateLimitExceeded", True),  # a rate reason on a 403 is worth another try
+        (403, "forbidden", False),
+        (401, "authError", False),
+        (404, "notFound", False),
+        (400, "invalid", False),
+    ],
+)
+def test_transient_failures_are_429_5xx_and_rate_reasons_in_both_shapes(
+    fake: ErrorServer, status: int, reason: str | None, transient: bool
+) -> None:
+    for exc in fake.errors(status, google_body(status, "The API said no.", reason=reason)):
+        assert is_transient(exc) is transient, type(exc).__name__
+
+
+def test_no_answer_at_all_is_transient_and_a_bug_is_not() -> None:
+    with pytest.raises(OSError) as refused:
+        httplib2.Http(timeout=5).request(f"http://127.0.0.1:{_closed_port()}/")
+    assert is_transient(refused.value)
+    assert is_transient(TimeoutError("timed out"))
+    assert not is_transient(ValueError("a bug"))
 
 
 def _closed_port() -> int:
