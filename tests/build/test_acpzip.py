@@ -24,6 +24,9 @@ from discovery import connector_ids
 from fakes.bigquery import FakeBigQuery
 from fakes.google_oauth import JWT_BEARER_GRANT, FakeGoogleOAuth
 from fakes.http import FakeHttpServer, RecordedRequest, Reply, google_error
+from fakes.search_console import FakeSearchConsole
+from gsc_support import DOMAIN, by_page_truth, gsc_env, today
+from gsc_support import service_account as gsc_service_account
 
 from shared.host import AcpHost
 from shared.install import discover, install
@@ -455,6 +458,48 @@ def test_the_gsc_zip_calls_search_console_with_its_vendored_client(built: Mappin
         assert oauth.tokens_granted[JWT_BEARER_GRANT] == 2  # the first token, and the refresh after the 401
         assert [r.status for r in server.requests_for("searchanalytics.query")] == [401, 200]
         assert server.handler_errors == []
+
+
+@pytest.mark.anyio
+async def test_the_gsc_zip_pulls_search_analytics_with_its_vendored_clients(
+    built: Mapping[str, Path], tmp_path: Path
+) -> None:
+    """The installed folder resolves the property, pages Search Analytics (with google-api-core's retries) and
+    inspects a URL against the fake; the rows equal the facts aggregated here."""
+    folder = await installed(built["gsc"], tmp_path)
+    with FakeSearchConsole(today=today()) as fake:
+        end = fake.last_final_date(DOMAIN)
+        start = end - dt.timedelta(days=27)
+        blog = [{"dimension": "page", "operator": "contains", "expression": "/blog/"}]
+        truth = by_page_truth(fake, DOMAIN, ["device"], start, end, blog)
+        env = {
+            **host_env(),
+            **gsc_env(fake),
+            "ACP_CACHE_DIR": str(tmp_path / "cache"),
+            "ACP_TMP_DIR": str(tmp_path / "tmp"),
+            "ACP_GSC_RETRY_S": "30",  # time enough for one retry on a busy machine
+        }
+        call_meta = {"credentials": gsc_service_account(fake), "autocontext_delivered": True}
+        fake.server.fail("searchanalytics.query", 503)  # retried through google.api_core.retry, which needs protobuf
+        async with AcpHost.for_folder(folder, env=env) as host:
+            arguments = {
+                "resource_id": "example.com",  # resolved to the domain property
+                "dimensions": ["device"],
+                "filters": blog,
+                "start_date": str(start),
+                "end_date": str(end),
+            }
+            result = await host.call("search_analytics", arguments, call_meta)
+            inspected = await host.call(
+                "inspect_url", {"resource_id": DOMAIN, "url": "https://www.example.com/blog/"}, call_meta
+            )
+        assert result.kind == "extraction", result.error
+        assert result.system_info["resource_id"] == DOMAIN
+        assert {row["device"]: (row["clicks"], row["impressions"]) for row in result.rows()} == {
+            key[0]: (expected.clicks, expected.impressions) for key, expected in truth.items()
+        }
+        assert inspected.kind == "info", inspected.error
+        assert 503 in [r.status for r in fake.server.requests_for("searchanalytics.query")]
 
 
 @pytest.mark.anyio
