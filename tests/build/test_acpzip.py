@@ -22,6 +22,11 @@ from acpzip_support import SOURCE_DATE_EPOCH, ZipBuilds, load_acpzip
 from bigquery_support import DATASET, PROJECT, bq_env, meta, service_account
 from discovery import connector_ids
 from fakes.bigquery import FakeBigQuery
+from fakes.google_oauth import JWT_BEARER_GRANT, FakeGoogleOAuth
+from fakes.http import FakeHttpServer, RecordedRequest, Reply, google_error
+from fakes.search_console import FakeSearchConsole
+from gsc_support import DOMAIN, by_page_truth, gsc_env, today
+from gsc_support import service_account as gsc_service_account
 
 from shared.host import AcpHost
 from shared.install import discover, install
@@ -174,6 +179,25 @@ def test_bigquery_leaves_grpc_out(built: Mapping[str, Path]) -> None:
     assert any(n.startswith("bigquery/lib/google/cloud/bigquery/") for n in listed)
 
 
+DISCOVERY_DOCUMENTS = "gsc/lib/googleapiclient/discovery_cache/documents/"
+
+
+def test_gsc_keeps_only_the_search_console_discovery_document(built: Mapping[str, Path]) -> None:
+    """google-api-python-client ships ~600 discovery documents (110 MB unpacked): the zip keeps Search Console's
+    and stays under the 25 MB cap with no exception."""
+    archive = built["gsc"]
+    listed = names(archive)
+    assert [n for n in listed if n.startswith(DISCOVERY_DOCUMENTS)] == [f"{DISCOVERY_DOCUMENTS}searchconsole.v1.json"]
+    assert archive.stat().st_size <= 25 * MB, f"{archive.name}: {archive.stat().st_size / MB:.1f} MiB"
+    client_code = {"gsc/lib/googleapiclient/discovery.py", "gsc/lib/googleapiclient/discovery_cache/__init__.py"}
+    assert client_code <= set(listed)
+    notices = read(archive, "gsc/THIRD_PARTY_NOTICES.md")
+    client = notices.split("## google-api-python-client ", 1)[1].split("\n## ", 1)[0]
+    left_out = re.search(r"- Files left out: (\d+)\n", client)
+    assert left_out and int(left_out.group(1)) >= 500, client  # every other document, said out loud
+    assert notices.count("- Files left out:") == 1  # nothing else lost a file
+
+
 def lock_pins(connector_id: str, python: str = "3.11") -> dict[str, str]:
     """The lock's pins for one Python (the zips here are built for cp311): a universal lock pins some
     packages twice, under markers (numpy 2.5 needs Python 3.12; 3.11 gets 2.4)."""
@@ -316,6 +340,166 @@ async def test_the_bigquery_zip_queries_with_its_vendored_clients(built: Mapping
         expected = Counter(row["event_name"] for shard in shards for row in fake.rows(PROJECT, DATASET, shard))
         assert {r["event_name"]: r["n"] for r in result.rows()} == expected
         assert len(fake.dry_runs) >= 1 and len(fake.executed) >= 1
+
+
+# Runs in the unpacked gsc folder on its lib/ alone (the launcher's own path setup, as the server gets it), and
+# drives the vendored googleapiclient the way the connector does: static discovery, a service account, an endpoint,
+# the core's bounded google-api-core retry.
+GSC_CLIENT_PROBE = """
+import importlib.util, json, runpy, sys
+spec = importlib.util.spec_from_file_location("launch", "launch.py")
+launch = importlib.util.module_from_spec(spec); spec.loader.exec_module(launch)
+runpy.run_module = lambda *args, **kwargs: None
+launch.main()
+endpoint, key_file = sys.argv[1:3]
+
+from google.api_core.retry import Retry
+from googleapiclient import discovery, errors
+from shared import google_auth
+from shared.google_api import api_error, bounded_retry
+
+credentials = {"type": "service_account", "service_account": open(key_file).read()}
+scopes = ["https://www.googleapis.com/auth/webmasters.readonly"]
+service = discovery.build("searchconsole", "v1", credentials=google_auth.build(credentials, scopes),
+                          static_discovery=True, cache_discovery=False, client_options={"api_endpoint": endpoint})
+site = "sc-domain:example.com"
+out = {
+    "client": discovery.__file__,
+    "sites": bounded_retry(Retry(predicate=lambda exc: False), 10)(service.sites().list().execute)(),
+    "query": service.searchanalytics().query(siteUrl=site, body={"startDate": "2026-11-01", "endDate": "2026-11-27",
+                                             "dimensions": ["query"], "rowLimit": 25000, "startRow": 0}).execute(),
+    "inspection": service.urlInspection().index().inspect(
+        body={"inspectionUrl": "https://www.example.com/a", "siteUrl": site}).execute(),
+}
+try:
+    service.sitemaps().list(siteUrl="https://www.example.com/").execute()
+except errors.HttpError as exc:
+    failure = api_error(exc)
+    out["sitemaps_error"] = [failure.status, failure.reason]
+try:
+    discovery.build("webmasters", "v3", credentials=google_auth.build(credentials, scopes), static_discovery=True)
+except discovery.UnknownApiNameOrVersion:
+    out["webmasters"] = "not shipped"
+out["grpc"] = importlib.util.find_spec("grpc") is not None
+print(json.dumps(out))
+"""
+
+
+SEARCH_ANALYTICS_ROW = {"clicks": 3, "impressions": 40, "ctr": 0.075, "position": 2.5}
+
+
+def search_console_stub(server: FakeHttpServer, oauth: FakeGoogleOAuth) -> None:
+    """Search Console's routes as the vendored client calls them (paths un-decoded), answering a valid token only."""
+
+    def authorized(answer: Any) -> Any:
+        def handle(request: RecordedRequest, match: re.Match[str]) -> Reply:
+            if not oauth.bearer_token_is_valid(request):
+                return Reply(401, google_error(401, None, "Request had invalid authentication credentials."))
+            return Reply(200, answer(request))
+
+        return handle
+
+    sites = {"siteEntry": [{"siteUrl": "sc-domain:example.com", "permissionLevel": "siteOwner"}]}
+    server.add_route("GET", r"/webmasters/v3/sites", authorized(lambda request: sites), "sites.list")
+    server.add_route(
+        "POST",
+        r"/webmasters/v3/sites/sc-domain%3Aexample\.com/searchAnalytics/query",
+        authorized(
+            lambda request: {
+                "rows": [{"keys": request.json["dimensions"], **SEARCH_ANALYTICS_ROW}],
+                "responseAggregationType": "byProperty",
+            }
+        ),
+        "searchanalytics.query",
+    )
+    server.add_route(
+        "POST",
+        r"/v1/urlInspection/index:inspect",
+        authorized(lambda request: {"inspectionResult": {"indexStatusResult": {"verdict": "PASS"}}}),
+        "urlInspection.index.inspect",
+    )
+    server.add_route(
+        "GET",
+        r"/webmasters/v3/sites/https%3A%2F%2Fwww\.example\.com%2F/sitemaps",
+        authorized(lambda request: {"sitemap": []}),
+        "sitemaps.list",
+    )
+
+
+def test_the_gsc_zip_calls_search_console_with_its_vendored_client(built: Mapping[str, Path], tmp_path: Path) -> None:
+    """With only searchconsole.v1.json, the folder's own googleapiclient builds the client offline, signs a
+    service-account JWT, refreshes after a 401, and reads answers and errors."""
+    folder = unpacked(built["gsc"], tmp_path)
+    with FakeHttpServer() as server:
+        oauth = FakeGoogleOAuth(server)
+        search_console_stub(server, oauth)
+        server.fail("searchanalytics.query", 401)  # the client refreshes its token and replays the request
+        server.fail("sitemaps.list", 403, reason="forbidden", message="User does not have sufficient permission.")
+        key_file = tmp_path / "key.json"
+        key_file.write_text(json.dumps(oauth.service_account_info("gsc-zip")))
+        result = subprocess.run(
+            [sys.executable, "-c", GSC_CLIENT_PROBE, server.url, str(key_file)],
+            cwd=folder,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=host_env(),
+        )
+        assert result.returncode == 0, result.stderr
+        out = json.loads(result.stdout)
+        assert Path(out["client"]).is_relative_to(folder.resolve() / "lib")
+        assert out["sites"]["siteEntry"][0]["siteUrl"] == "sc-domain:example.com"
+        assert out["query"]["rows"] == [{"keys": ["query"], **SEARCH_ANALYTICS_ROW}]
+        assert out["inspection"]["inspectionResult"]["indexStatusResult"]["verdict"] == "PASS"
+        assert out["sitemaps_error"] == [403, "forbidden"]
+        assert out["webmasters"] == "not shipped"  # no other document, and no download of it either
+        assert out["grpc"] is False  # the host's site-packages stay out (its grpc would fill in)
+        assert oauth.tokens_granted[JWT_BEARER_GRANT] == 2  # the first token, and the refresh after the 401
+        assert [r.status for r in server.requests_for("searchanalytics.query")] == [401, 200]
+        assert server.handler_errors == []
+
+
+@pytest.mark.anyio
+async def test_the_gsc_zip_pulls_search_analytics_with_its_vendored_clients(
+    built: Mapping[str, Path], tmp_path: Path
+) -> None:
+    """The installed folder resolves the property, pages Search Analytics (with google-api-core's retries) and
+    inspects a URL against the fake; the rows equal the facts aggregated here."""
+    folder = await installed(built["gsc"], tmp_path)
+    with FakeSearchConsole(today=today()) as fake:
+        end = fake.last_final_date(DOMAIN)
+        start = end - dt.timedelta(days=27)
+        blog = [{"dimension": "page", "operator": "contains", "expression": "/blog/"}]
+        truth = by_page_truth(fake, DOMAIN, ["device"], start, end, blog)
+        env = {
+            **host_env(),
+            **gsc_env(fake),
+            "ACP_CACHE_DIR": str(tmp_path / "cache"),
+            "ACP_TMP_DIR": str(tmp_path / "tmp"),
+            "ACP_GSC_RETRY_S": "30",  # time enough for one retry on a busy machine
+        }
+        call_meta = {"credentials": gsc_service_account(fake), "autocontext_delivered": True}
+        fake.server.fail("searchanalytics.query", 503)  # retried through google.api_core.retry, which needs protobuf
+        async with AcpHost.for_folder(folder, env=env) as host:
+            arguments = {
+                "resource_id": "example.com",  # resolved to the domain property
+                "dimensions": ["device"],
+                "filters": blog,
+                "start_date": str(start),
+                "end_date": str(end),
+            }
+            result = await host.call("search_analytics", arguments, call_meta)
+            inspected = await host.call(
+                "inspect_url", {"resource_id": DOMAIN, "url": "https://www.example.com/blog/"}, call_meta
+            )
+        assert result.kind == "extraction", result.error
+        assert result.system_info["resource_id"] == DOMAIN
+        assert {row["device"]: (row["clicks"], row["impressions"]) for row in result.rows()} == {
+            key[0]: (expected.clicks, expected.impressions) for key, expected in truth.items()
+        }
+        assert inspected.kind == "info", inspected.error
+        assert 503 in [r.status for r in fake.server.requests_for("searchanalytics.query")]
 
 
 @pytest.mark.anyio
