@@ -1453,10 +1453,13 @@ def _collapse_pages(frame: _Frame) -> _Frame:
 
 
 def _accumulate(keys: Iterable[tuple[int, ...]], frame: _Frame) -> dict[tuple[int, ...], list[Any]]:
+    return _summed(zip(keys, frame.clicks, frame.impressions, frame.position_sum, strict=False))
+
+
+def _summed(rows: Iterable[tuple[tuple[int, ...], int, int, int]]) -> dict[tuple[int, ...], list[Any]]:
+    """(key, clicks, impressions, position_sum) rows summed by key."""
     groups: dict[tuple[int, ...], list[Any]] = {}
-    for key, clicks, impressions, position_sum in zip(
-        keys, frame.clicks, frame.impressions, frame.position_sum, strict=False
-    ):
+    for key, clicks, impressions, position_sum in rows:
         group = groups.get(key)
         if group is None:
             groups[key] = [clicks, impressions, position_sum]
@@ -1485,7 +1488,6 @@ def _group(
     by_day: dict[int, list[tuple[tuple[int, ...], list[Any]]]] = {}
     for key, metrics in daily.items():
         by_day.setdefault(key[0], []).append((key[1:], metrics))
-    groups: dict[tuple[int, ...], list[Any]] = {}
     for entries in by_day.values():
         if len(entries) > cap_per_day:
             entries.sort(
@@ -1496,15 +1498,7 @@ def _group(
                 )
             )
             del entries[cap_per_day:]
-        for key, (clicks, impressions, position_sum) in entries:
-            group = groups.get(key)
-            if group is None:
-                groups[key] = [clicks, impressions, position_sum]
-            else:
-                group[0] += clicks
-                group[1] += impressions
-                group[2] += position_sum
-    return groups
+    return _summed((key, *metrics) for entries in by_day.values() for key, metrics in entries)
 
 
 def _api_row(row: tuple[Any, ...], with_position: bool) -> dict[str, Any]:
