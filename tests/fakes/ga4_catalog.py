@@ -11,7 +11,7 @@ account does too) but the fake credentials cannot see it: every call about it an
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # The custom-definition scopes and the prefix of their Data API names (``customEvent:form_name``).
 _API_NAME_PREFIX_BY_SCOPE = {"EVENT": "customEvent", "USER": "customUser", "ITEM": "customItem"}
