@@ -406,7 +406,7 @@ def generate_day_events(
         budget -= len(produced)
         events.extend(produced)
     events.sort(key=lambda event: event.timestamp_us)
-    for previous, event in zip(events, events[1:], strict=False):
+    for previous, event in itertools.pairwise(events):
         if event.timestamp_us <= previous.timestamp_us:  # keep timestamps strictly increasing
             event.timestamp_us = previous.timestamp_us + 1
     for event in events:
