@@ -374,10 +374,13 @@ def generate_day_events(
     time_zone: str = "UTC",
     content_groups: Sequence[str] = ("Shop", "Blog"),
     currency: str = "EUR",
+    live_sessions: tuple[int, int, int] | None = None,
 ) -> list[Event]:
     """The events of one day, ordered by ``event_timestamp`` (strictly increasing), exactly ``events_per_day``.
 
     ``content_groups``: the groups the property uses; pages of another group carry no ``content_group``.
+    ``live_sessions`` ``(count, start_us, end_us)``: that many more sessions of returning visitors, starting
+    in that span (so that a realtime report of the last minutes has activity to show).
     """
     day = as_date(day)
     rng = random.Random(f"ga4-day:{seed}:{events_per_day}:{time_zone}:{day.isoformat()}")
@@ -387,7 +390,9 @@ def generate_day_events(
     used_session_keys: set[tuple[str, int]] = set()
     # The day's new visitors first, so that every visitor of a cohort has had a first visit.
     plans: list[tuple[Visitor, bool]] = [(visitor, True) for visitor in cohort(seed, day, events_per_day, time_zone)]
-    while budget > 0:
+    live_count, live_start_us, live_end_us = live_sessions or (0, 0, 0)
+    while budget > 0 or live_count > 0:
+        live = budget <= 0
         if not plans:
             back = min(RETURN_WINDOW_DAYS, 1 + int(rng.expovariate(1 / 6)))
             plans.append((rng.choice(cohort(seed, day - dt.timedelta(days=back), events_per_day, time_zone)), False))
@@ -396,14 +401,18 @@ def generate_day_events(
             source, medium, campaign = visitor.first_source, visitor.first_medium, visitor.first_campaign
         else:
             source, medium, campaign = rng.choices(_SOURCES, cum_weights=_SESSION_SOURCE_CUM_WEIGHTS)[0]
-        start_us = day_start_us + rng.randrange(0, max(1, day_end_us - day_start_us - 3_600_000_000))
+        if live:
+            live_count -= 1
+            start_us = live_start_us + rng.randrange(0, max(1, live_end_us - live_start_us))
+        else:
+            start_us = day_start_us + rng.randrange(0, max(1, day_end_us - day_start_us - 3_600_000_000))
         session_id = start_us // 1_000_000
         while (visitor.pseudo_id, session_id) in used_session_keys:
             session_id += 1
         used_session_keys.add((visitor.pseudo_id, session_id))
         session = Session(visitor, session_id, day, source, medium, campaign, is_first=first, start_us=start_us)
-        produced = _session_events(rng, session, budget, content_groups, currency)
-        budget -= len(produced)
+        produced = _session_events(rng, session, 1_000 if live else budget, content_groups, currency)
+        budget -= 0 if live else len(produced)
         events.extend(produced)
     events.sort(key=lambda event: event.timestamp_us)
     for previous, event in itertools.pairwise(events):
