@@ -1053,8 +1053,9 @@ class FakeGA4Data:
 
     def _charge(self, property_id: str, events_read: int) -> PropertyQuota:
         quota = self.quota(property_id)
-        quota.check()
-        quota.consume(1 + events_read // 5000)
+        with self._lock:  # concurrent requests of one property share its counters
+            quota.check()
+            quota.consume(1 + events_read // 5000)
         return quota
 
     def _report_body(self, property_id: str, request: dict[str, Any]) -> dict[str, Any]:
