@@ -11,6 +11,7 @@ from typing import Any
 from shared import CallContext, Connector, Cost, Credentials, Defaults, Resources, google_auth
 
 from . import api, resources
+from .report import RUN_REPORT
 
 __version__ = "0.1.0"
 MAX_ROWS = 1_000_000  # the extraction cap's default (the max_rows setting)
@@ -67,7 +68,7 @@ CONNECTOR = Connector(
         list=resources.list_resources,
         resolve=resources.resolve,
     ),
-    tools=(),
+    tools=(RUN_REPORT,),
     config_schema=CONFIG_SCHEMA,
     defaults=Defaults(row_limit=25, cost_limit_usd=0),
     cost=Cost(

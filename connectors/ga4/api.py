@@ -60,6 +60,7 @@ class Settings:
 
     credentials: Mapping[str, Any]
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    page_size: int = PAGE_ROWS  # rows per runReport page (the page_size setting)
 
 
 @dataclass

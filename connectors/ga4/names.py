@@ -124,6 +124,8 @@ REALTIME_METRICS: Mapping[str, str] = {
 REALTIME_DEPRECATED: Mapping[str, str] = {"conversions": "keyEvents"}
 REALTIME_METRIC_ALIASES: Mapping[str, str] = {**METRIC_ALIASES, "users": "activeUsers", "visitors": "activeUsers"}
 REALTIME_CUSTOM_PREFIX = "customUser:"
+REALTIME = "of realtime reports"
+SHOWN_WHOLE = 20  # a set this small is listed whole when nothing in it is close
 
 _SEPARATORS = re.compile(r"[\s_\-]+")
 
@@ -148,6 +150,7 @@ class Names:
     deprecated: dict[str, str] = field(default_factory=dict)  # deprecated API name → API name
     aliases: Mapping[str, str] = field(default_factory=dict)  # folded alias → API name
     open_prefixes: tuple[str, ...] = ()  # names with these prefixes pass unchecked (realtime customUser:)
+    where: str = "of this property"  # how a refusal names the set
 
     def __post_init__(self) -> None:
         self._folded: dict[str, str] = {}
@@ -212,8 +215,8 @@ class Catalog:
     @classmethod
     def realtime(cls) -> Catalog:
         return cls(
-            Names("dimension", dict(REALTIME_DIMENSIONS), {}, DIMENSION_ALIASES, (REALTIME_CUSTOM_PREFIX,)),
-            Names("metric", dict(REALTIME_METRICS), dict(REALTIME_DEPRECATED), REALTIME_METRIC_ALIASES),
+            Names("dimension", dict(REALTIME_DIMENSIONS), {}, DIMENSION_ALIASES, (REALTIME_CUSTOM_PREFIX,), REALTIME),
+            Names("metric", dict(REALTIME_METRICS), dict(REALTIME_DEPRECATED), REALTIME_METRIC_ALIASES, (), REALTIME),
         )
 
     def check(
@@ -259,8 +262,13 @@ def _problem(name: str, own: Names, other: Names) -> str:
         spelled = "" if elsewhere == name else f" ('{elsewhere}')"
         return f"'{name}' is a {other.kind}{spelled}, not a {own.kind}: move it to {plural[other.kind]}."
     near = own.closest(name)
-    hint = f" Closest valid {plural[own.kind]}: {', '.join(near)}." if near else ""
-    return f"'{name}' is not a {own.kind} of this property.{hint}"
+    if near:
+        hint = f" Closest valid {plural[own.kind]}: {', '.join(near)}."
+    elif len(own.api_names) <= SHOWN_WHOLE:
+        hint = f" Valid {plural[own.kind]}: {', '.join(own.api_names)}."
+    else:
+        hint = ""
+    return f"'{name}' is not a {own.kind} {own.where}.{hint}"
 
 
 # -- per property -------------------------------------------------------------------------------------

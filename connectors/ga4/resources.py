@@ -54,7 +54,10 @@ _properties: TimedCache[dict[str, Any]] = TimedCache(PROPERTY_TTL_S)
 
 
 def settings(ctx: CallContext) -> api.Settings:
-    return api.Settings(credentials=ctx.require_credentials())
+    """The call's credentials and the ``page_size`` setting."""
+    page_size = ctx.config.get("page_size")
+    size = int(page_size) if isinstance(page_size, int) and page_size > 0 else api.PAGE_ROWS
+    return api.Settings(credentials=ctx.require_credentials(), page_size=min(size, api.PAGE_ROWS))
 
 
 def summaries(config: api.Settings) -> list[PropertySummary]:
