@@ -339,33 +339,36 @@ def quota_warnings(quota: Mapping[str, Any] | None) -> list[str]:
 # -- the tool --------------------------------------------------------------------------------------------
 @dataclass
 class Ranges:
+    """The report's window and the optional comparison window."""
+
     start: dt.date
     end: dt.date
     compare: tuple[dt.date, dt.date] | None
 
+    def spans(self) -> list[tuple[dt.date, dt.date]]:
+        return [(self.start, self.end), *([self.compare] if self.compare else [])]
+
     def names(self) -> list[str]:
-        spans = [(self.start, self.end), *([self.compare] if self.compare else [])]
-        return [f"{a}..{b}" for a, b in spans]
+        """What the ``dateRange`` column says for each range: its dates."""
+        return [f"{a}..{b}" for a, b in self.spans()]
 
     def request(self) -> list[dict[str, Any]]:
-        spans = [(self.start, self.end), *([self.compare] if self.compare else [])]
-        if self.compare is None:
-            return [{"start_date": self.start.isoformat(), "end_date": self.end.isoformat()}]
-        return [
-            {"start_date": a.isoformat(), "end_date": b.isoformat(), "name": name}
-            for (a, b), name in zip(spans, self.names(), strict=True)
-        ]
+        ranges = [{"start_date": a.isoformat(), "end_date": b.isoformat()} for a, b in self.spans()]
+        if self.compare is not None:  # named, so that the dateRange column and the totals say which is which
+            for found, name in zip(ranges, self.names(), strict=True):
+                found["name"] = name
+        return ranges
 
 
 def _ranges(arguments: Mapping[str, Any], today: dt.date) -> Ranges:
-    default_start, default_end = default_window(today)
+    default_end = default_window(today)[1]
+    # The core resolved start_date and end_date (x-acp-date) to ISO days in the property's calendar.
     start = dt.date.fromisoformat(arguments["start_date"]) if arguments.get("start_date") else None
     end = dt.date.fromisoformat(arguments["end_date"]) if arguments.get("end_date") else None
-    if start is None and end is not None:
-        start = min(default_start, end - dt.timedelta(days=DEFAULT_WINDOW_DAYS - 1))
-    if end is None:
+    if end is None:  # with start_date alone: up to yesterday, or today for a start of today
         end = default_end if start is None or start <= default_end else today
-    start = start or default_start
+    if start is None:  # the 28 days ending on end_date
+        start = end - dt.timedelta(days=DEFAULT_WINDOW_DAYS - 1)
     if start > end:
         raise InvalidArguments(f"start_date {start} is after end_date {end}. Swap them, or pass both.")
     compare = None

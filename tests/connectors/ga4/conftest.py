@@ -17,7 +17,7 @@ from shared.host import AcpHost
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeGA4]:
-    with FakeGA4() as server:
+    with FakeGA4(events_per_day=100) as server:  # enough rows for several pages, and quick to aggregate
         yield server
 
 
