@@ -2,15 +2,15 @@
 and its traffic over the last 28 days ending yesterday, in the property's time zone (Data API).
 
 The traffic blocks that one autocontext call asks for share round trips: their reports go out together
-as ``batchRunReports``. A block that needs a v1alpha Admin method (calculated metrics,
-channel groups, annotations) raises when it fails, so that the core gives that block its ``error`` and
-the call goes on; ``property_settings`` keeps its v1beta part when only the attribution settings fail.
+as ``batchRunReports``. A block that needs a v1alpha Admin method (calculated metrics, channel groups,
+annotations) raises when it fails, so that the core gives that block its ``error`` and the call goes on;
+``property_settings`` keeps its v1beta part when only the attribution settings fail.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -206,7 +206,7 @@ async def fetch_annotations(ref: ResourceRef, ctx: CallContext) -> Any:
 # -- traffic (Data API) --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TrafficReport:
-    """One traffic block's report: metrics by one dimension, most ``order_by`` first."""
+    """One traffic block's report: metrics by one dimension, the largest first metric first."""
 
     dimension: str
     metrics: tuple[str, ...]
@@ -301,12 +301,12 @@ def _rounded(value: Any) -> Any:
 
 def report_rows(report: api.Report) -> list[dict[str, Any]]:
     """The report's rows as ``{dimension: value, metric: typed value}``, rates rounded."""
-    convert: Callable[[list[str]], list[Any]] = row_converter(report.dimension_names, report.metric_types)
+    convert = row_converter(report.dimension_names, report.metric_types)
     names = [*report.dimension_names, *report.metric_names]
     return [dict(zip(names, map(_rounded, convert(row)), strict=True)) for row in report.rows]
 
 
-def _traffic_fetch(traffic: TrafficReport) -> Callable[[ResourceRef, CallContext], Any]:
+def _traffic_fetch(traffic: TrafficReport) -> Callable[[ResourceRef, CallContext], Awaitable[Any]]:
     async def fetch(ref: ResourceRef, ctx: CallContext) -> Any:
         return report_rows(await _traffic_report(ref, ctx, traffic))
 
