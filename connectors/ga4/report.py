@@ -15,7 +15,6 @@ The helpers here are shared with the other report tools (realtime, pivot, cluste
 from __future__ import annotations
 
 import datetime as dt
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared import CallContext, Extraction, Header, InvalidArguments, TableData, TableWriter, Tool
+from shared.dates import DATE_FORMS, resolve_date
 
 from . import api, names
 from .filters import FILTER_SCHEMA, FilterKind, filter_fields, to_filter_expression
@@ -59,28 +59,13 @@ def default_window(today: dt.date) -> tuple[dt.date, dt.date]:
     return end - dt.timedelta(days=DEFAULT_WINDOW_DAYS - 1), end
 
 
-_DAYS_AGO = re.compile(r"^([0-9]{1,5})daysAgo$")
-
-
 def day(text: str, today: dt.date, argument: str) -> dt.date:
-    """A date argument the core does not resolve itself (the comparison range): the same forms as
-    ``x-acp-date`` (YYYY-MM-DD, YYYYMMDD, today, yesterday, NdaysAgo) in the property's calendar."""
-    value = text.strip()
-    ago = _DAYS_AGO.match(value)
-    if value in ("today", "yesterday") or ago:
-        days = 0 if value == "today" else 1 if value == "yesterday" else int(ago.group(1)) if ago else 0
-        return today - dt.timedelta(days=days)
-    if re.fullmatch(r"[0-9]{8}", value):
-        value = f"{value[:4]}-{value[4:6]}-{value[6:]}"
-    if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
-        try:
-            return dt.date.fromisoformat(value)
-        except ValueError:
-            pass
-    raise InvalidArguments(
-        f"Argument '{argument}' must be a date: YYYY-MM-DD, YYYYMMDD, today, yesterday or NdaysAgo. Fix it and call "
-        "again."
-    )
+    """A date argument the core does not resolve itself (the comparison range): the forms of
+    ``x-acp-date`` (spec 8.9) in the property's calendar."""
+    try:
+        return resolve_date(text, today)
+    except ValueError:
+        raise InvalidArguments(f"Argument '{argument}' must be a date: {DATE_FORMS}. Fix it and call again.") from None
 
 
 # -- typed columns -------------------------------------------------------------------------------------
