@@ -74,7 +74,7 @@ async def test_one_key_event(fake: FakeGA4, ga4_host, meta) -> None:
 
 async def test_without_the_attribution_settings_the_comparison_still_comes(fake: FakeGA4, ga4_host, meta) -> None:
     start, end = _window(fake)
-    fake.admin.server.fail("properties.getAttributionSettings", 500, times=10)
+    fake.admin.server.fail("properties.getAttributionSettings", 404)  # an alpha method gone
     async with ga4_host() as host:
         result = await host.call("compare_conversion_models", {"resource_id": PROPERTY}, meta())
     assert result.kind == "extraction", result.error
