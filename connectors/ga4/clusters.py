@@ -178,7 +178,7 @@ def cluster_values(
             row = rows.get((index, typed[1] if by_date else None))
             if row is None:
                 row = rows[(index, typed[1] if by_date else None)] = ClusterRow([0] * len(figures))
-            row.metrics = [a + b for a, b in zip(row.metrics, figures, strict=True)]
+            row.metrics = [a + (b or 0) for a, b in zip(row.metrics, figures, strict=True)]  # None: unparsable
             row.values.add(value)
             distinct[index].add(value)
             if index == other:

@@ -25,6 +25,7 @@ WINDOW_MINUTES = 60  # GA4 360 keeps 60 minutes, standard properties 30
 
 
 def minute_ranges(arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``MinuteRange``s asked for, each named (the ``dateRange`` value of its rows)."""
     out = []
     for index, raw in enumerate(arguments.get("minute_ranges") or []):
         start = int(raw.get("start_minutes_ago", 29))
@@ -72,8 +73,9 @@ async def run_realtime_report(arguments: dict[str, Any], ctx: CallContext) -> Ex
         "order_bys": [{"metric": {"metric_name": metrics[0]}, "desc": True}],
         "return_property_quota": True,
     }
-    for argument, kind in (("dimension_filter", "dimension"), ("metric_filter", "metric")):
-        expression, fixed = checked_filter(arguments.get(argument), kind)  # type: ignore[arg-type]
+    filters: tuple[tuple[str, FilterKind], ...] = (("dimension_filter", "dimension"), ("metric_filter", "metric"))
+    for argument, kind in filters:
+        expression, fixed = checked_filter(arguments.get(argument), kind)
         notes += fixed
         if expression is not None:
             request[argument] = expression
