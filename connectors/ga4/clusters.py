@@ -283,7 +283,7 @@ async def run_report_by_regex_cluster(arguments: dict[str, Any], ctx: CallContex
         source["property_quota"] = clustered.quota
     return Extraction(
         tables=[table],
-        description=_description(property_id, clusters, checked, ranges, by_date, arguments),
+        description=_description(property_id, clusters, checked, clustered, ranges, by_date, arguments),
         dates=[ranges.start.isoformat(), ranges.end.isoformat()],
         title=_title(property_id, checked, ranges),
         totals=totals,
@@ -316,17 +316,20 @@ def _description(
     property_id: str,
     clusters: Sequence[Cluster],
     checked: report.Checked,
+    clustered: Clustered,
     ranges: report.Ranges,
     by_date: bool,
     arguments: Mapping[str, Any],
 ) -> str:
     rules = "; ".join(f"{c.name} = /{c.pattern.pattern}/" for c in clusters if c.pattern)
     text = (
-        f"GA4 property {property_id}, runReport over every page and batchRunReports per cluster, {ranges.start} to "
-        f"{ranges.end}: {checked.dimensions[0]} values grouped by the first matching regular expression ({rules}; "
-        f"{OTHER}: no match). Metrics: {', '.join(checked.metrics)}, distinct_values. "
-        f"Dimensions: cluster{', date' if by_date else ''}."
+        f"GA4 property {property_id}, {ranges.start} to {ranges.end}: every {checked.dimensions[0]} value (runReport, "
+        f"all pages) grouped by the first matching regular expression ({rules}; {OTHER}: no match). "
+        f"Metrics: {', '.join(checked.metrics)}, distinct_values"
     )
+    asked = clustered.asked_per_cluster
+    text += f" ({', '.join(asked)} asked per cluster with batchRunReports)." if asked else " (summed per cluster)."
+    text += f" Dimensions: cluster{', date' if by_date else ''}."
     if arguments.get("dimension_filter"):
         text += f" Filter: dimension_filter {json.dumps(arguments['dimension_filter'], separators=(',', ':'))}."
     return text
