@@ -11,6 +11,7 @@ from typing import Any
 from shared import CallContext, Connector, Cost, Credentials, Defaults, Resources, google_auth
 
 from . import api, resources
+from .blocks import BLOCKS
 from .report import RUN_REPORT
 
 __version__ = "0.1.0"
@@ -69,6 +70,7 @@ CONNECTOR = Connector(
         resolve=resources.resolve,
     ),
     tools=(RUN_REPORT,),
+    blocks=BLOCKS,
     config_schema=CONFIG_SCHEMA,
     defaults=Defaults(row_limit=25, cost_limit_usd=0),
     cost=Cost(
