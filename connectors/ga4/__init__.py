@@ -11,7 +11,12 @@ from typing import Any
 from shared import CallContext, Connector, Cost, Credentials, Defaults, Resources, google_auth
 
 from . import api, resources
+from .attribution import COMPARE_CONVERSION_MODELS
 from .blocks import BLOCKS
+from .clusters import RUN_REPORT_BY_REGEX_CLUSTER
+from .funnel import RUN_FUNNEL_REPORT
+from .pivot import RUN_PIVOT_REPORT
+from .realtime import RUN_REALTIME_REPORT
 from .report import RUN_REPORT
 
 __version__ = "0.1.0"
@@ -69,7 +74,14 @@ CONNECTOR = Connector(
         list=resources.list_resources,
         resolve=resources.resolve,
     ),
-    tools=(RUN_REPORT,),
+    tools=(
+        RUN_REPORT,
+        RUN_REPORT_BY_REGEX_CLUSTER,
+        COMPARE_CONVERSION_MODELS,
+        RUN_PIVOT_REPORT,
+        RUN_FUNNEL_REPORT,
+        RUN_REALTIME_REPORT,
+    ),
     blocks=BLOCKS,
     config_schema=CONFIG_SCHEMA,
     defaults=Defaults(row_limit=25, cost_limit_usd=0),
