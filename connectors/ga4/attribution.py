@@ -76,7 +76,7 @@ async def compare_conversion_models(arguments: dict[str, Any], ctx: CallContext)
     property_id = ctx.require_resource().id
     config = settings(ctx)
     metric = _metric(arguments)
-    ranges = report._ranges(arguments, ctx.today)
+    ranges = report.date_ranges(arguments, ctx.today)
 
     def reports() -> tuple[list[report.Checked], list[api.Report]]:
         checked = [

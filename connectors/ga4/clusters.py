@@ -20,11 +20,11 @@ import datetime as dt
 import json
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared import CallCancelled, CallContext, Extraction, Header, InvalidArguments, TableData, Tool
+from shared import CallContext, Extraction, Header, InvalidArguments, TableData, Tool
 
 from . import api, report
 from .filters import FILTER_SCHEMA
@@ -126,24 +126,6 @@ class Clustered:
     asked_per_cluster: list[str]
 
 
-def every_page(config: api.Settings, request: Mapping[str, Any], cancelled: threading.Event) -> Iterator[api.Report]:
-    """Every page of a report (``config.page_size`` rows each) until the API's ``rowCount``: the values
-    are grouped in memory as they come, not stored as a table (what :func:`report.read_all` does)."""
-    offset = 0
-    while True:
-        page = dict(request, offset=offset, limit=config.page_size)
-        if offset:
-            page.pop("metric_aggregations", None)  # the totals came with the first page
-        answer = api.run_report(config, page)
-        offset += len(answer.rows)
-        last = not answer.rows or offset >= answer.row_count
-        yield answer
-        if last:
-            return
-        if cancelled.is_set():
-            raise CallCancelled
-
-
 def cluster_values(
     config: api.Settings,
     property_id: str,
@@ -163,7 +145,7 @@ def cluster_values(
     first: api.Report | None = None
     quota: dict[str, Any] | None = None
     requests = 0
-    for page in every_page(config, checked.request, cancelled):
+    for page in report.pages(config, checked.request, cancelled=cancelled):
         requests += 1
         quota = page.property_quota or quota
         convert = report.row_converter(page.dimension_names, page.metric_types)
@@ -186,7 +168,7 @@ def cluster_values(
         if first is None:
             first = page
         page.rows = []
-    assert first is not None  # every_page yields at least one page
+    assert first is not None  # pages() yields at least one page
 
     per_cluster = [m for m in metrics if not additive(m, dimension)]
     asked = [index for index, values in enumerate(distinct) if values]
@@ -225,7 +207,7 @@ async def run_report_by_regex_cluster(arguments: dict[str, Any], ctx: CallContex
     config = settings(ctx)
     clusters = clusters_from(arguments.get("clusters") or [])
     by_date = arguments.get("by_date") is True
-    ranges = report._ranges(arguments, ctx.today)
+    ranges = report.date_ranges(arguments, ctx.today)
     asked = {
         "metrics": arguments.get("metrics") or [],
         "dimensions": [arguments.get("dimension", ""), *(["date"] if by_date else [])],

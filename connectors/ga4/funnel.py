@@ -125,7 +125,7 @@ async def run_funnel_report(arguments: dict[str, Any], ctx: CallContext) -> Extr
     steps = steps_from(arguments)
     open_funnel = arguments.get("open_funnel") is True
     breakdown_limit = int(arguments.get("breakdown_limit") or DEFAULT_BREAKDOWN_LIMIT)
-    ranges = report._ranges(arguments, ctx.today)
+    ranges = report.date_ranges(arguments, ctx.today)
     dates = [ranges.start.isoformat(), ranges.end.isoformat()]
     asked = {
         "metrics": ["activeUsers"],  # what the funnel counts; only the breakdown and the filter are checked here

@@ -188,7 +188,7 @@ def _column_totals(aggregates: list[dict[str, Any]], width: int, metrics: list[s
 async def run_pivot_report(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
     property_id = ctx.require_resource().id
     config = settings(ctx)
-    ranges = report._ranges(arguments, ctx.today)
+    ranges = report.date_ranges(arguments, ctx.today)
     cap = ctx.config.get("max_rows")
 
     def pull() -> tuple[TableData, PivotRequest, Wide]:

@@ -14,7 +14,7 @@ from typing import Any
 from shared import CallContext, Extraction, InvalidArguments, TableData, Tool
 
 from . import api, names, report
-from .filters import FILTER_SCHEMA, FilterKind, filter_fields, to_filter_expression
+from .filters import FILTER_SCHEMA
 from .resources import property_settings, settings
 
 API = "analyticsdata.v1beta.runRealtimeReport"
@@ -41,18 +41,6 @@ def minute_ranges(arguments: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def checked_filter(spec: Any, kind: FilterKind) -> tuple[dict[str, Any] | None, list[str]]:
-    """A realtime filter as a ``FilterExpression``, its fields checked against the realtime names."""
-    if not spec:
-        return None, []
-    fields = filter_fields(spec)
-    asked = (fields, []) if kind == "dimension" else ([], fields)
-    dimensions, metrics, fixed = names.Catalog.realtime().check(*asked, unique=False)
-    found = dimensions if kind == "dimension" else metrics
-    expression = to_filter_expression(spec, kind, rename=dict(zip(fields, found, strict=True)))
-    return expression, [f"{kind}_filter: {warning}" for warning in fixed]
-
-
 async def run_realtime_report(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
     property_id = ctx.require_resource().id
     config = settings(ctx)
@@ -73,12 +61,9 @@ async def run_realtime_report(arguments: dict[str, Any], ctx: CallContext) -> Ex
         "order_bys": [{"metric": {"metric_name": metrics[0]}, "desc": True}],
         "return_property_quota": True,
     }
-    filters: tuple[tuple[str, FilterKind], ...] = (("dimension_filter", "dimension"), ("metric_filter", "metric"))
-    for argument, kind in filters:
-        expression, fixed = checked_filter(arguments.get(argument), kind)
-        notes += fixed
-        if expression is not None:
-            request[argument] = expression
+    expressions, fixed = report.checked_filters(names.Catalog.realtime(), arguments)
+    request.update(expressions)
+    notes += fixed
     if ranges:
         request["minute_ranges"] = ranges
     cap = ctx.config.get("max_rows")

@@ -14,14 +14,15 @@ The helpers here are shared with the other report tools (realtime, pivot, cluste
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Generator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from shared import CallContext, Extraction, Header, InvalidArguments, TableData, TableWriter, Tool
+from shared import CallCancelled, CallContext, Extraction, Header, InvalidArguments, TableData, TableWriter, Tool
 from shared.dates import DATE_FORMS, resolve_date
 
 from . import api, names
@@ -207,6 +208,42 @@ class ReadResult:
         return str(zone) if zone else None
 
 
+def pages(
+    config: api.Settings,
+    request: Mapping[str, Any],
+    *,
+    stop_at: int | None = None,
+    cancelled: threading.Event | None = None,
+) -> Generator[api.Report, None, None]:
+    """Every page of a runReport request, ``config.page_size`` rows each, until the API's ``rowCount``
+    or ``stop_at`` rows. The next page is asked for while the caller handles this one; once
+    ``cancelled`` is set no other page is asked for and ``CallCancelled`` is raised. Close the
+    iterator (``contextlib.closing``) when leaving it early."""
+
+    def fetch(offset: int) -> api.Report:
+        size = config.page_size if stop_at is None else max(min(config.page_size, stop_at - offset), 1)
+        page = {**request, "offset": offset, "limit": size}
+        if offset:  # totals come with the first page; later pages spend no tokens on them
+            page.pop("metric_aggregations", None)
+        return api.run_report(config, page)
+
+    ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ga4-page")
+    try:
+        page, offset = fetch(0), 0
+        while True:
+            offset += len(page.rows)
+            more = bool(page.rows) and offset < page.row_count and (stop_at is None or offset < stop_at)
+            if more and cancelled is not None and cancelled.is_set():
+                raise CallCancelled
+            pending = ahead.submit(fetch, offset) if more else None
+            yield page
+            if pending is None:
+                return
+            page = pending.result()
+    finally:
+        ahead.shutdown(wait=False, cancel_futures=True)
+
+
 def read_all(
     config: api.Settings,
     request: Mapping[str, Any],
@@ -214,52 +251,36 @@ def read_all(
     *,
     cancelled: threading.Event | None = None,
 ) -> ReadResult:
-    """Every row of a runReport request into ``writer``, in pages of ``config.page_size`` rows.
+    """Every row of a runReport request into ``writer`` (:func:`pages`).
 
     ``request["limit"]``, if set, is the most rows wanted (not a page size). Paging stops at the API's
     ``rowCount``, at that limit, or one row past the writer's cap (the writer keeps the cap and says
-    the table is capped). The writer (made without columns) gets them from the first page. The next
-    page is asked for while this one is stored; once ``cancelled`` is set no other page is asked for,
-    and the writer raises ``CallCancelled`` at the next rows.
+    the table is capped). The writer (made without columns) gets them from the first page.
     """
     wanted = request.get("limit")
     caps = [c for c in (wanted, None if writer.max_rows is None else writer.max_rows - writer.row_count + 1) if c]
     stop_at = min(caps) if caps else None
-
-    def fetch(offset: int) -> api.Report:
-        size = config.page_size if stop_at is None else max(min(config.page_size, stop_at - offset), 1)
-        page = {**request, "offset": offset, "limit": size}
-        if offset:
-            page.pop(
-                "metric_aggregations", None
-            )  # totals come with the first page; later pages spend no tokens on them
-        return api.run_report(config, page)
-
-    ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ga4-page")
-    try:
-        first = fetch(0)
-        writer.set_columns(headers(first.dimension_names, first.metric_names, first.metric_types, _zone(first)))
-        convert = row_converter(first.dimension_names, first.metric_types)
-        row_count = first.row_count
-        writer.expected_rows = row_count if stop_at is None else min(row_count, stop_at)
-        page, pages, offset, quota = first, 0, 0, first.property_quota
-        while True:
-            pages += 1
-            writer.pages = pages
+    first: api.Report | None = None
+    convert: Callable[[list[str]], list[Any]] = list
+    count = offset = 0
+    quota: dict[str, Any] | None = None
+    with contextlib.closing(pages(config, request, stop_at=stop_at, cancelled=cancelled)) as answers:
+        for page in answers:
+            if first is None:
+                first = page
+                writer.set_columns(headers(page.dimension_names, page.metric_names, page.metric_types, _zone(page)))
+                convert = row_converter(page.dimension_names, page.metric_types)
+                writer.expected_rows = page.row_count if stop_at is None else min(page.row_count, stop_at)
+            count += 1
+            writer.pages = count
             offset += len(page.rows)
-            more = page.rows and offset < row_count and (stop_at is None or offset < stop_at)
-            if more and cancelled is not None and cancelled.is_set():
-                more = False
-            pending: Future[api.Report] | None = ahead.submit(fetch, offset) if more else None
+            quota = page.property_quota or quota
             writer.extend([convert(row) for row in page.rows])
             page.rows = []  # the first page stays in the result without its rows
-            if pending is None or writer.capped:
+            if writer.capped:
                 break
-            page = pending.result()
-            quota = page.property_quota or quota
-        return ReadResult(writer.finish(), first, pages, row_count, offset, quota, writer.capped)
-    finally:
-        ahead.shutdown(wait=False, cancel_futures=True)
+    assert first is not None  # pages() yields at least one page
+    return ReadResult(writer.finish(), first, count, first.row_count, offset, quota, writer.capped)
 
 
 def _zone(report: api.Report) -> str | None:
@@ -345,7 +366,7 @@ class Ranges:
         return ranges
 
 
-def _ranges(arguments: Mapping[str, Any], today: dt.date) -> Ranges:
+def date_ranges(arguments: Mapping[str, Any], today: dt.date) -> Ranges:
     default_end = default_window(today)[1]
     # The core resolved start_date and end_date (x-acp-date) to ISO days in the property's calendar.
     start = dt.date.fromisoformat(arguments["start_date"]) if arguments.get("start_date") else None
@@ -407,6 +428,29 @@ class Checked:
     warnings: list[str]
 
 
+FILTER_ARGUMENTS: tuple[tuple[str, FilterKind], ...] = (("dimension_filter", "dimension"), ("metric_filter", "metric"))
+
+
+def checked_filters(catalog: names.Catalog, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``dimension_filter`` and ``metric_filter`` as the API's ``FilterExpression``s, their fields checked
+    against ``catalog`` (the property's names, or the realtime list); names fixed go back as warnings."""
+    expressions: dict[str, Any] = {}
+    warnings: list[str] = []
+    for argument, kind in FILTER_ARGUMENTS:
+        spec = arguments.get(argument)
+        if not spec:
+            continue
+        fields = filter_fields(spec)
+        asked = (fields, []) if kind == "dimension" else ([], fields)
+        found_dimensions, found_metrics, fixed = catalog.check(*asked, unique=False)
+        found = found_dimensions if kind == "dimension" else found_metrics
+        warnings += [f"{argument}: {w}" for w in fixed]
+        expression = to_filter_expression(spec, kind, rename=dict(zip(fields, found, strict=True)))
+        if expression:
+            expressions[argument] = expression
+    return expressions, warnings
+
+
 def build_request(
     config: api.Settings, property_id: str, arguments: Mapping[str, Any], ranges: Ranges, limit: int | None
 ) -> Checked:
@@ -422,19 +466,9 @@ def build_request(
         "keep_empty_rows": arguments.get("keep_empty_rows") is True,
         "return_property_quota": True,
     }
-    filters: tuple[tuple[str, FilterKind], ...] = (("dimension_filter", "dimension"), ("metric_filter", "metric"))
-    for argument, kind in filters:
-        spec = arguments.get(argument)
-        if not spec:
-            continue
-        fields = filter_fields(spec)
-        asked = (fields, []) if kind == "dimension" else ([], fields)
-        found_dimensions, found_metrics, fixed = catalog.check(*asked, unique=False)
-        found = found_dimensions if kind == "dimension" else found_metrics
-        warnings += [f"{argument}: {w}" for w in fixed]
-        expression = to_filter_expression(spec, kind, rename=dict(zip(fields, found, strict=True)))
-        if expression:
-            request[argument] = expression
+    expressions, fixed = checked_filters(catalog, arguments)
+    request.update(expressions)
+    warnings += fixed
     if arguments.get("order_bys"):
         order_bys, fixed = build_order_bys(arguments["order_bys"], catalog, dimensions, metrics)
         request["order_bys"] = order_bys
@@ -495,7 +529,7 @@ def quota_extra(quota: Mapping[str, Any] | None) -> dict[str, Any] | None:
 async def run_report(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
     property_id = ctx.require_resource().id
     config = settings(ctx)
-    ranges = _ranges(arguments, ctx.today)
+    ranges = date_ranges(arguments, ctx.today)
     limit = arguments.get("limit")
     title = f"GA4 {property_id} · {ranges.start}→{ranges.end}"
     range_names = ranges.names()
