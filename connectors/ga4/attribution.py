@@ -88,8 +88,7 @@ async def compare_conversion_models(arguments: dict[str, Any], ctx: CallContext)
     (checked, answers), (attribution, model_note) = await asyncio.gather(
         ctx.run_blocking(reports), ctx.run_blocking(lambda: _attribution(config, property_id))
     )
-    zone = answers[0].metadata.get("timeZone")
-    compared = _compare(answers, attribution, model_note, str(zone) if zone else None)
+    compared = _compare(answers, attribution, model_note, report.time_zone_of(answers[0].metadata))
     metric_name = checked[0].metrics[0]
 
     def store() -> TableData:
@@ -102,8 +101,7 @@ async def compare_conversion_models(arguments: dict[str, Any], ctx: CallContext)
     model_text = ATTRIBUTION_MODELS.get(model, model) if model else None
     warnings = [
         *dict.fromkeys(w for c in checked for w in c.warnings),
-        *report.response_warnings(compared.metadata),
-        *report.quota_warnings(compared.quota),
+        *report.answer_warnings(compared.metadata, compared.quota),
     ]
     if compared.model_note is not None:
         warnings.append(
@@ -114,25 +112,18 @@ async def compare_conversion_models(arguments: dict[str, Any], ctx: CallContext)
     extra: dict[str, Any] = {"attribution_model": model, "attribution_model_name": model_text}
     if compared.lookback:
         extra["lookback_windows"] = compared.lookback
-    quota = report.quota_extra(compared.quota)
-    if quota:
-        extra["quota"] = quota
-    source: dict[str, Any] = {"property": f"properties/{property_id}", "api": API, "pages": 1}
-    if compared.quota is not None:
-        source["property_quota"] = compared.quota
     return Extraction(
         tables=[table],
         description=_description(property_id, metric_name, ranges, model_text),
-        dates=[ranges.start.isoformat(), ranges.end.isoformat()],
+        dates=ranges.dates(),
         title=_title(property_id, ranges),
         totals=compared.totals,
-        extra=extra,
+        extra=report.extra_with_quota(compared.quota, extra),
         warnings=warnings,
-        source=source,
+        source=report.source(property_id, API, 1, compared.quota),
         applied_arguments={
             "key_event": metric_name.removeprefix("keyEvents").removeprefix(":") or None,
-            "start_date": ranges.start.isoformat(),
-            "end_date": ranges.end.isoformat(),
+            **ranges.applied(),
         },
     )
 
@@ -229,8 +220,7 @@ COMPARE_CONVERSION_MODELS = Tool(
                 "type": "string",
                 "description": "One key event's name (e.g. purchase, generate_lead); none: all key events.",
             },
-            "start_date": {"type": "string", "x-acp-date": "start", "description": report.DATE_DESCRIPTION},
-            "end_date": {"type": "string", "x-acp-date": "end", "description": report.DATE_DESCRIPTION},
+            **report.DATE_ARGUMENTS,
         },
         "required": [],
     },

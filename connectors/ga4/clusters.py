@@ -17,7 +17,6 @@ cluster's values (five clusters per ``batchRunReports`` request), so every figur
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -218,9 +217,9 @@ async def run_report_by_regex_cluster(arguments: dict[str, Any], ctx: CallContex
         checked = report.build_request(config, property_id, asked, ranges, None)
         clustered = cluster_values(config, property_id, checked, clusters, by_date, ctx.cancelled)
         first = clustered.first
-        zone = first.metadata.get("timeZone")
         writer = ctx.table(
-            columns=_columns(checked, first, str(zone) if zone else None), title=_title(property_id, checked, ranges)
+            columns=_columns(checked, first, report.time_zone_of(first.metadata)),
+            title=_title(property_id, checked, ranges),
         )
         writer.pages = clustered.requests
         if by_date:
@@ -244,8 +243,7 @@ async def run_report_by_regex_cluster(arguments: dict[str, Any], ctx: CallContex
     warnings = [
         *checked.warnings,
         *_cluster_warnings(clusters, checked, clustered, totals),
-        *report.response_warnings(first.metadata),
-        *report.quota_warnings(clustered.quota),
+        *report.answer_warnings(first.metadata, clustered.quota),
     ]
     dimension = checked.dimensions[0]
     applied: dict[str, Any] = {
@@ -253,25 +251,18 @@ async def run_report_by_regex_cluster(arguments: dict[str, Any], ctx: CallContex
         "clusters": [{"name": c.name, "pattern": c.pattern.pattern} for c in clusters if c.pattern],
         "metrics": checked.metrics,
         "by_date": by_date,
-        "start_date": ranges.start.isoformat(),
-        "end_date": ranges.end.isoformat(),
+        **ranges.applied(),
     }
-    quota = report.quota_extra(clustered.quota)
-    extra: dict[str, Any] = {"api_requests": clustered.requests, "asked_per_cluster": clustered.asked_per_cluster}
-    if quota:
-        extra["quota"] = quota
-    source: dict[str, Any] = {"property": f"properties/{property_id}", "api": API, "pages": clustered.requests}
-    if clustered.quota is not None:
-        source["property_quota"] = clustered.quota
+    extra = {"api_requests": clustered.requests, "asked_per_cluster": clustered.asked_per_cluster}
     return Extraction(
         tables=[table],
         description=_description(property_id, clusters, checked, clustered, ranges, by_date, arguments),
-        dates=[ranges.start.isoformat(), ranges.end.isoformat()],
+        dates=ranges.dates(),
         title=_title(property_id, checked, ranges),
         totals=totals,
-        extra=extra,
+        extra=report.extra_with_quota(clustered.quota, extra),
         warnings=warnings,
-        source=source,
+        source=report.source(property_id, API, clustered.requests, clustered.quota),
         applied_arguments=applied,
     )
 
@@ -312,9 +303,7 @@ def _description(
     asked = clustered.asked_per_cluster
     text += f" ({', '.join(asked)} asked per cluster with batchRunReports)." if asked else " (summed per cluster)."
     text += f" Dimensions: cluster{', date' if by_date else ''}."
-    if arguments.get("dimension_filter"):
-        text += f" Filter: dimension_filter {json.dumps(arguments['dimension_filter'], separators=(',', ':'))}."
-    return text
+    return text + report.filter_sentences(arguments)
 
 
 def _cluster_warnings(
@@ -379,8 +368,7 @@ RUN_REPORT_BY_REGEX_CLUSTER = Tool(
             },
             "by_date": {"type": "boolean", "default": False, "description": "One row per cluster and date."},
             "dimension_filter": FILTER_SCHEMA,
-            "start_date": {"type": "string", "x-acp-date": "start", "description": report.DATE_DESCRIPTION},
-            "end_date": {"type": "string", "x-acp-date": "end", "description": report.DATE_DESCRIPTION},
+            **report.DATE_ARGUMENTS,
         },
         "required": ["dimension", "clusters", "metrics"],
     },

@@ -9,7 +9,6 @@ and abandonment) and ``funnel_visualization`` (users per step, as GA4 draws the 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -115,10 +114,6 @@ def steps_from(arguments: Mapping[str, Any]) -> list[Step]:
     return steps
 
 
-def _values(row: Mapping[str, Any], key: str) -> list[str]:
-    return [cell.get("value", "") for cell in row.get(key, [])]  # proto3 JSON leaves "" out
-
-
 async def run_funnel_report(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
     property_id = ctx.require_resource().id
     config = settings(ctx)
@@ -126,7 +121,7 @@ async def run_funnel_report(arguments: dict[str, Any], ctx: CallContext) -> Extr
     open_funnel = arguments.get("open_funnel") is True
     breakdown_limit = int(arguments.get("breakdown_limit") or DEFAULT_BREAKDOWN_LIMIT)
     ranges = report.date_ranges(arguments, ctx.today)
-    dates = [ranges.start.isoformat(), ranges.end.isoformat()]
+    dates = ranges.dates()
     asked = {
         "metrics": ["activeUsers"],  # what the funnel counts; only the breakdown and the filter are checked here
         "dimensions": [arguments["breakdown"]] if arguments.get("breakdown") else [],
@@ -168,7 +163,7 @@ async def run_funnel_report(arguments: dict[str, Any], ctx: CallContext) -> Extr
             )
             convert = report.row_converter(dimension_names, metric_types)
             writer.extend(
-                [convert([*_values(r, "dimensionValues"), *_values(r, "metricValues")]) for r in sub.get("rows", [])]
+                [convert(list(report.cell_values(r, "dimensionValues", "metricValues"))) for r in sub.get("rows", [])]
             )
             tables.append(writer.finish())
         return tables, answer, checked
@@ -177,27 +172,21 @@ async def run_funnel_report(arguments: dict[str, Any], ctx: CallContext) -> Extr
     breakdown = checked.dimensions[0] if checked.dimensions else None
     property_quota = answer.get("propertyQuota")
     metadata = (answer.get("funnelTable") or {}).get("metadata") or {}
-    warnings = [*checked.warnings, *report.response_warnings(metadata), *report.quota_warnings(property_quota)]
     applied: dict[str, Any] = {
         "steps": [{"name": s.name, "event": s.event} for s in steps],
         "open_funnel": open_funnel,
-        "start_date": ranges.start.isoformat(),
-        "end_date": ranges.end.isoformat(),
+        **ranges.applied(),
     }
     if breakdown:
         applied.update(breakdown=breakdown, breakdown_limit=breakdown_limit)
-    quota = report.quota_extra(property_quota)
-    source: dict[str, Any] = {"property": f"properties/{property_id}", "api": API, "pages": 1}
-    if property_quota is not None:
-        source["property_quota"] = property_quota
     return Extraction(
         tables=tables,
         description=_description(property_id, steps, open_funnel, breakdown, ranges, arguments),
         dates=dates,
         title=f"GA4 {property_id} · funnel · {ranges.start}→{ranges.end}",
-        extra={"quota": quota} if quota else None,
-        warnings=warnings,
-        source=source,
+        extra=report.extra_with_quota(property_quota),
+        warnings=[*checked.warnings, *report.answer_warnings(metadata, property_quota)],
+        source=report.source(property_id, API, 1, property_quota),
         multi=True,
         applied_arguments=applied,
     )
@@ -218,9 +207,7 @@ def _description(
     )
     if breakdown:
         text += f" Breakdown: {breakdown}."
-    if arguments.get("dimension_filter"):
-        text += f" Filter: dimension_filter {json.dumps(arguments['dimension_filter'], separators=(',', ':'))}."
-    return text
+    return text + report.filter_sentences(arguments)
 
 
 STEP_SCHEMA = {
@@ -269,8 +256,7 @@ RUN_FUNNEL_REPORT = Tool(
                 "description": "Breakdown values kept (the rest are grouped by GA4).",
             },
             "dimension_filter": FILTER_SCHEMA,
-            "start_date": {"type": "string", "x-acp-date": "start", "description": report.DATE_DESCRIPTION},
-            "end_date": {"type": "string", "x-acp-date": "end", "description": report.DATE_DESCRIPTION},
+            **report.DATE_ARGUMENTS,
         },
         "required": ["steps"],
     },

@@ -9,7 +9,6 @@ several column dimensions joined with `` / ``). A cell GA4 leaves out (no data) 
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,10 +103,6 @@ def column_name(values: tuple[str, ...], metric: str) -> str:
 
 
 # -- reading the pivot -----------------------------------------------------------------------------------
-def _values(cells: list[dict[str, Any]]) -> tuple[str, ...]:
-    return tuple(cell.get("value", "") for cell in cells)  # proto3 JSON leaves "" out
-
-
 @dataclass
 class Wide:
     """The pivot read so far: the column combinations (from the first page) and the wide rows."""
@@ -139,7 +134,7 @@ def read_pivot(config: api.Settings, request: PivotRequest, room: int | None, ca
             types = [h.get("type", "TYPE_FLOAT") for h in answer.get("metricHeaders", [])]
             wide = Wide(
                 column_values=[
-                    _values(h.get("dimensionValues", [])) for h in column_header.get("pivotDimensionHeaders", [])
+                    report.cell_values(h, "dimensionValues") for h in column_header.get("pivotDimensionHeaders", [])
                 ],
                 metric_types=types,
                 metadata=answer.get("metadata") or {},
@@ -151,15 +146,15 @@ def read_pivot(config: api.Settings, request: PivotRequest, room: int | None, ca
         wide.quota = answer.get("propertyQuota") or wide.quota
         place = {values: i for i, values in enumerate(wide.column_values)}
         convert_cell = report.row_converter([], wide.metric_types)
-        keys = [_values(h.get("dimensionValues", [])) for h in row_header.get("pivotDimensionHeaders", [])]
+        keys = [report.cell_values(h, "dimensionValues") for h in row_header.get("pivotDimensionHeaders", [])]
         cells = {key: [0] * (len(place) * metrics) for key in keys}
         for row in answer.get("rows") or []:
-            dims = _values(row.get("dimensionValues", []))
+            dims = report.cell_values(row, "dimensionValues")
             slot = place.get(dims[width:])
             if slot is None:  # a column combination the first page did not have
                 wide.late_columns.add(dims[width:])
                 continue
-            values = convert_cell(list(_values(row.get("metricValues", []))))
+            values = convert_cell(list(report.cell_values(row, "metricValues")))
             cells.setdefault(dims[:width], [0] * (len(place) * metrics))[slot * metrics : (slot + 1) * metrics] = values
         wide.rows.extend([*convert_key(list(key)), *values] for key, values in cells.items())
         offset += len(keys)
@@ -176,10 +171,10 @@ def _column_totals(aggregates: list[dict[str, Any]], width: int, metrics: list[s
     convert = report.row_converter([], wide.metric_types)
     totals: dict[str, Any] = {}
     for row in aggregates:
-        dims = _values(row.get("dimensionValues", []))
+        dims = report.cell_values(row, "dimensionValues")
         column = dims[width:]
         if all(value == "RESERVED_TOTAL" for value in dims[:width]) and column in wide.column_values:
-            figures = convert(list(_values(row.get("metricValues", []))))
+            figures = convert(list(report.cell_values(row, "metricValues")))
             totals.update({column_name(column, m): v for m, v in zip(metrics, figures, strict=True)})
     return totals
 
@@ -194,9 +189,9 @@ async def run_pivot_report(arguments: dict[str, Any], ctx: CallContext) -> Extra
     def pull() -> tuple[TableData, PivotRequest, Wide]:
         request = pivot_request(config, property_id, arguments, ranges)
         wide = read_pivot(config, request, int(cap) if cap is not None else None, ctx.cancelled)
-        zone = wide.metadata.get("timeZone")
         writer = ctx.table(
-            columns=_columns(request, wide, str(zone) if zone else None), title=_title(property_id, request, ranges)
+            columns=_columns(request, wide, report.time_zone_of(wide.metadata)),
+            title=_title(property_id, request, ranges),
         )
         writer.expected_rows = wide.row_combinations
         writer.pages = wide.pages
@@ -204,29 +199,25 @@ async def run_pivot_report(arguments: dict[str, Any], ctx: CallContext) -> Extra
         return writer.finish(), request, wide
 
     table, request, wide = await ctx.run_blocking(pull)
-    warnings = [*request.checked.warnings, *_pivot_warnings(request, wide)]
-    warnings += [*report.response_warnings(wide.metadata), *report.quota_warnings(wide.quota)]
-    extra: dict[str, Any] = {
+    extra = {
         "row_combinations": wide.row_combinations,
         "column_combinations": wide.column_combinations,
         "columns_shown": len(wide.column_values),
     }
-    quota = report.quota_extra(wide.quota)
-    if quota:
-        extra["quota"] = quota
-    source: dict[str, Any] = {"property": f"properties/{property_id}", "api": API, "pages": wide.pages}
-    if wide.quota is not None:
-        source["property_quota"] = wide.quota
     return Extraction(
         tables=[table],
         description=_description(property_id, request, ranges, arguments),
-        dates=[ranges.start.isoformat(), ranges.end.isoformat()],
+        dates=ranges.dates(),
         title=_title(property_id, request, ranges),
         # Each page's aggregates cover that page's rows: totals only when one page holds them all.
         totals=(wide.column_totals or None) if wide.pages == 1 else None,
-        extra=extra,
-        warnings=warnings,
-        source=source,
+        extra=report.extra_with_quota(wide.quota, extra),
+        warnings=[
+            *request.checked.warnings,
+            *_pivot_warnings(request, wide),
+            *report.answer_warnings(wide.metadata, wide.quota),
+        ],
+        source=report.source(property_id, API, wide.pages, wide.quota),
         applied_arguments={
             "rows": request.rows,
             "columns": request.columns,
@@ -234,8 +225,7 @@ async def run_pivot_report(arguments: dict[str, Any], ctx: CallContext) -> Extra
             "columns_limit": request.columns_limit,
             "rows_order": request.rows_order,
             "columns_order": request.columns_order,
-            "start_date": ranges.start.isoformat(),
-            "end_date": ranges.end.isoformat(),
+            **ranges.applied(),
         },
     )
 
@@ -284,10 +274,7 @@ def _description(property_id: str, request: PivotRequest, ranges: report.Ranges,
         f"{request.columns_limit} by {ranked}) and metric, named '<value>{METRIC_SEPARATOR}<metric>'. "
         f"Metrics: {', '.join(request.metrics)}."
     )
-    for key in ("dimension_filter", "metric_filter"):
-        if arguments.get(key):
-            text += f" Filter: {key} {json.dumps(arguments[key], separators=(',', ':'))}."
-    return text
+    return text + report.filter_sentences(arguments)
 
 
 RUN_PIVOT_REPORT = Tool(
@@ -349,8 +336,7 @@ RUN_PIVOT_REPORT = Tool(
             },
             "dimension_filter": FILTER_SCHEMA,
             "metric_filter": FILTER_SCHEMA,
-            "start_date": {"type": "string", "x-acp-date": "start", "description": report.DATE_DESCRIPTION},
-            "end_date": {"type": "string", "x-acp-date": "end", "description": report.DATE_DESCRIPTION},
+            **report.DATE_ARGUMENTS,
         },
         "required": ["rows", "columns", "metrics"],
     },

@@ -8,7 +8,6 @@ the documented list, not ``getMetadata``), no dates and no paging: one request o
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from shared import CallContext, Extraction, InvalidArguments, TableData, Tool
@@ -83,7 +82,7 @@ async def run_realtime_report(arguments: dict[str, Any], ctx: CallContext) -> Ex
         return writer.finish(), answer, zone
 
     table, answer, zone = await ctx.run_blocking(pull)
-    warnings = [*notes, *report.quota_warnings(answer.property_quota)]
+    warnings = [*notes, *report.answer_warnings(answer.metadata, answer.property_quota)]
     if answer.row_count > len(answer.rows) and table.capped_at is None:
         warnings.append(
             f"GA4 has {answer.row_count:,} realtime rows; {len(answer.rows):,} were asked for (limit). Raise limit "
@@ -92,21 +91,15 @@ async def run_realtime_report(arguments: dict[str, Any], ctx: CallContext) -> Ex
     applied: dict[str, Any] = {"dimensions": dimensions, "metrics": metrics}
     if ranges:
         applied["minute_ranges"] = ranges
-    quota = report.quota_extra(answer.property_quota)
-    source: dict[str, Any] = {"property": f"properties/{property_id}", "api": API, "pages": 1}
-    if zone:
-        source["time_zone"] = zone
-    if answer.property_quota is not None:
-        source["property_quota"] = answer.property_quota
     return Extraction(
         tables=[table],
         description=_description(property_id, dimensions, metrics, ranges, arguments),
         dates=[ctx.today.isoformat()],
         title=f"GA4 {property_id} · realtime",
         totals=_totals(answer, ranges),
-        extra={"quota": quota} if quota else None,
+        extra=report.extra_with_quota(answer.property_quota),
         warnings=warnings,
-        source=source,
+        source=report.source(property_id, API, 1, answer.property_quota, time_zone=zone),
         applied_arguments=applied,
     )
 
@@ -134,10 +127,7 @@ def _description(
         f"GA4 property {property_id}, realtime report ({window}). Metrics: {', '.join(metrics)}. "
         f"Dimensions: {', '.join(dimensions) or 'none (property totals)'}."
     )
-    for key in ("dimension_filter", "metric_filter"):
-        if arguments.get(key):
-            text += f" Filter: {key} {json.dumps(arguments[key], separators=(',', ':'))}."
-    return text
+    return text + report.filter_sentences(arguments)
 
 
 MINUTE_RANGE_SCHEMA = {

@@ -9,13 +9,14 @@ response's metadata becomes warnings (:func:`response_warnings`), the property's
 (:func:`quota_warnings`). Names are checked first (:mod:`.names`); a combination GA4 refuses as
 incompatible is explained from ``checkCompatibility``.
 
-The helpers here are shared with the other report tools (realtime, pivot, clusters, attribution).
+The helpers here are shared with the other report tools (realtime, pivot, funnel, clusters, attribution).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import threading
 from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -204,8 +205,7 @@ class ReadResult:
 
     @property
     def time_zone(self) -> str | None:
-        zone = self.first.metadata.get("timeZone")
-        return str(zone) if zone else None
+        return time_zone_of(self.first.metadata)
 
 
 def pages(
@@ -268,7 +268,8 @@ def read_all(
         for page in answers:
             if first is None:
                 first = page
-                writer.set_columns(headers(page.dimension_names, page.metric_names, page.metric_types, _zone(page)))
+                zone = time_zone_of(page.metadata)
+                writer.set_columns(headers(page.dimension_names, page.metric_names, page.metric_types, zone))
                 convert = row_converter(page.dimension_names, page.metric_types)
                 writer.expected_rows = page.row_count if stop_at is None else min(page.row_count, stop_at)
             count += 1
@@ -283,9 +284,16 @@ def read_all(
     return ReadResult(writer.finish(), first, count, first.row_count, offset, quota, writer.capped)
 
 
-def _zone(report: api.Report) -> str | None:
-    zone = report.metadata.get("timeZone")
+def time_zone_of(metadata: Mapping[str, Any]) -> str | None:
+    """The property's time zone as a response's metadata names it; None where it does not (realtime)."""
+    zone = metadata.get("timeZone")
     return str(zone) if zone else None
+
+
+def cell_values(row: Mapping[str, Any], *keys: str) -> tuple[str, ...]:
+    """The strings of a proto3 JSON row's (or pivot header's) ``dimensionValues`` and/or ``metricValues``,
+    in the order of ``keys``, in the answers :mod:`.api` returns as dicts (pivot, funnel)."""
+    return tuple(cell.get("value", "") for key in keys for cell in row.get(key, []))  # proto3 JSON leaves "" out
 
 
 # -- warnings --------------------------------------------------------------------------------------------
@@ -342,6 +350,12 @@ def quota_warnings(quota: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
+def answer_warnings(metadata: Mapping[str, Any], quota: Mapping[str, Any] | None) -> list[str]:
+    """Every report tool's closing warnings: the response metadata's (:func:`response_warnings`), then
+    the quota's (:func:`quota_warnings`)."""
+    return [*response_warnings(metadata), *quota_warnings(quota)]
+
+
 # -- the tool --------------------------------------------------------------------------------------------
 @dataclass
 class Ranges:
@@ -357,6 +371,17 @@ class Ranges:
     def names(self) -> list[str]:
         """What the ``dateRange`` column says for each range: its dates."""
         return [f"{a}..{b}" for a, b in self.spans()]
+
+    def dates(self) -> list[str]:
+        """Every day that bounds a range, ISO: ``Extraction.dates``."""
+        return [day.isoformat() for span in self.spans() for day in span]
+
+    def applied(self) -> dict[str, str]:
+        """The dates the report used, for ``system_info.arguments`` (defaults included, spec 15.2)."""
+        applied = {"start_date": self.start.isoformat(), "end_date": self.end.isoformat()}
+        if self.compare is not None:
+            applied["compare_start_date"], applied["compare_end_date"] = (d.isoformat() for d in self.compare)
+        return applied
 
     def request(self) -> list[dict[str, Any]]:
         ranges = [{"start_date": a.isoformat(), "end_date": b.isoformat()} for a, b in self.spans()]
@@ -508,22 +533,34 @@ def totals_by_range(result: ReadResult, metrics: Sequence[str], range_names: Seq
     return {name: dict(zip(metrics, row, strict=False)) for name, row in zip(range_names, rows, strict=False)}
 
 
-def source(property_id: str, api_name: str, result: ReadResult) -> dict[str, Any]:
-    """``system_info.source`` of a report (spec 8.4): the property, the API, pages, the quota."""
-    out: dict[str, Any] = {"property": f"properties/{property_id}", "api": api_name, "pages": result.pages}
-    if result.time_zone:
-        out["time_zone"] = result.time_zone
-    if result.metadata.get("currencyCode"):
-        out["currency_code"] = result.metadata["currencyCode"]
-    if result.property_quota is not None:
-        out["property_quota"] = result.property_quota
+def source(
+    property_id: str,
+    api_name: str,
+    pages: int,
+    quota: Mapping[str, Any] | None,
+    *,
+    time_zone: str | None = None,
+    currency_code: str | None = None,
+) -> dict[str, Any]:
+    """``system_info.source`` of a report tool (spec 8.4): the property, the API, the requests made
+    (``pages``), the time zone and currency when the tool knows them, and the property's token quota
+    (4.2's cost description points to ``system_info.source.property_quota``)."""
+    out: dict[str, Any] = {"property": f"properties/{property_id}", "api": api_name, "pages": pages}
+    if time_zone:
+        out["time_zone"] = time_zone
+    if currency_code:
+        out["currency_code"] = currency_code
+    if quota is not None:
+        out["property_quota"] = quota
     return out
 
 
-def quota_extra(quota: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The daily and hourly tokens, for ``extra.quota`` (spec 8.2's example)."""
+def extra_with_quota(quota: Mapping[str, Any] | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """A tool's ``extra`` with the daily and hourly tokens under ``quota`` (spec 8.2's example) when GA4
+    sent them; None when that leaves it empty."""
     kept = {k: quota[k] for k in QUOTA_REFILLS if quota and k in quota}
-    return kept or None
+    out = {**(extra or {}), **({"quota": kept} if kept else {})}
+    return out or None
 
 
 async def run_report(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
@@ -543,33 +580,29 @@ async def run_report(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
         return checked, result
 
     checked, result = await ctx.run_blocking(pull)
-    warnings = [*checked.warnings, *response_warnings(result.metadata), *quota_warnings(result.property_quota)]
+    warnings = [*checked.warnings, *answer_warnings(result.metadata, result.property_quota)]
     if limit is not None and result.row_count > result.rows_read and not result.capped:
         warnings.append(
             f"Stopped at limit={limit} rows; the report has {result.row_count:,}. The totals cover all of them. Raise "
             "limit (or leave it out) for every row."
         )
-    applied: dict[str, Any] = {
-        "metrics": checked.metrics,
-        "dimensions": checked.dimensions,
-        "start_date": ranges.start.isoformat(),
-        "end_date": ranges.end.isoformat(),
-    }
-    dates = [ranges.start.isoformat(), ranges.end.isoformat()]
-    if ranges.compare:
-        applied["compare_start_date"], applied["compare_end_date"] = (d.isoformat() for d in ranges.compare)
-        dates += [d.isoformat() for d in ranges.compare]
-    quota = quota_extra(result.property_quota)
     return Extraction(
         tables=[result.table],
         description=describe(property_id, arguments, checked, ranges, result),
-        dates=dates,
+        dates=ranges.dates(),
         title=title,
         totals=totals_by_range(result, checked.metrics, range_names),
-        extra={"quota": quota} if quota else None,
+        extra=extra_with_quota(result.property_quota),
         warnings=warnings,
-        source=source(property_id, API, result),
-        applied_arguments=applied,
+        source=source(
+            property_id,
+            API,
+            result.pages,
+            result.property_quota,
+            time_zone=result.time_zone,
+            currency_code=result.metadata.get("currencyCode"),
+        ),
+        applied_arguments={"metrics": checked.metrics, "dimensions": checked.dimensions, **ranges.applied()},
     )
 
 
@@ -595,22 +628,31 @@ def describe(
     )
     if ranges.compare:
         text += f", compared with {ranges.compare[0]} to {ranges.compare[1]} (column dateRange)"
-    text += "."
-    for argument in ("dimension_filter", "metric_filter"):
-        if arguments.get(argument):
-            text += f" Filter: {argument} {_compact(arguments[argument])}."
+    text += "." + filter_sentences(arguments)
     if arguments.get("order_bys"):
         text += f" Order: {_compact(arguments['order_bys'])}."
     return text
 
 
-def _compact(value: Any) -> str:
-    import json
+def filter_sentences(arguments: Mapping[str, Any]) -> str:
+    """`` Filter: <argument> <compact JSON>.`` for each filter argument given, for a tool's description
+    (spec 8.2: how the data was obtained)."""
+    return "".join(
+        f" Filter: {argument} {_compact(arguments[argument])}."
+        for argument, _ in FILTER_ARGUMENTS
+        if arguments.get(argument)
+    )
 
+
+def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-DATE_DESCRIPTION = "YYYY-MM-DD, NdaysAgo, yesterday or today, in the property's time zone."
+_DATE_DESCRIPTION = "YYYY-MM-DD, NdaysAgo, yesterday or today, in the property's time zone."
+DATE_ARGUMENTS: dict[str, Any] = {  # the report window of every tool that takes one (x-acp-date: the core resolves it)
+    "start_date": {"type": "string", "x-acp-date": "start", "description": _DATE_DESCRIPTION},
+    "end_date": {"type": "string", "x-acp-date": "end", "description": _DATE_DESCRIPTION},
+}
 
 INPUT_SCHEMA: dict[str, Any] = {
     "properties": {
@@ -629,8 +671,7 @@ INPUT_SCHEMA: dict[str, Any] = {
             "description": "GA4 API dimension names, e.g. date, sessionDefaultChannelGroup, pagePath, country, "
             "customEvent:form_name. None: one row of property totals.",
         },
-        "start_date": {"type": "string", "x-acp-date": "start", "description": DATE_DESCRIPTION},
-        "end_date": {"type": "string", "x-acp-date": "end", "description": DATE_DESCRIPTION},
+        **DATE_ARGUMENTS,
         "compare_start_date": {
             "type": "string",
             "description": "Start of a second date range to compare with (same forms); adds a dateRange column.",

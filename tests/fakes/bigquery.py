@@ -67,7 +67,15 @@ from fakes.bigquery_sql import (
     validate_rows,
 )
 from fakes.google_oauth import FakeGoogleOAuth
-from fakes.http import FakeHttpServer, RecordedRequest, Reply, google_error, offset_from_page_token, opaque_page_token
+from fakes.http import (
+    FakeHttpServer,
+    RecordedRequest,
+    Reply,
+    ServedFake,
+    google_error,
+    offset_from_page_token,
+    opaque_page_token,
+)
 
 MIB = 1024 * 1024
 MINIMUM_BILLED_BYTES_PER_TABLE = 10 * MIB  # BigQuery bills at least 10 MB per table a query reads
@@ -228,7 +236,7 @@ def billed_bytes(processed: int, referenced_tables: int) -> int:
     return max(math.ceil(processed / MIB) * MIB, MINIMUM_BILLED_BYTES_PER_TABLE * referenced_tables)
 
 
-class FakeBigQuery:
+class FakeBigQuery(ServedFake):
     """The BigQuery v2 REST fake; see the module docstring."""
 
     def __init__(self, require_auth: bool = True) -> None:
@@ -242,8 +250,8 @@ class FakeBigQuery:
         # Bytes a real job reads on top of what its dry run said: the table grew in between (streaming
         # inserts do that), so only maximumBytesBilled can stop the job.
         self.growth_bytes = 0
-        self.http = FakeHttpServer()
-        self.oauth = FakeGoogleOAuth(self.http)
+        self.server = FakeHttpServer()
+        self.oauth = FakeGoogleOAuth(self.server)
         self.warehouse = DuckDBWarehouse()
         self._lock = threading.RLock()
         self._friendly_names: dict[str, str | None] = {}
@@ -258,23 +266,9 @@ class FakeBigQuery:
 
     # ------------------------------------------------------------------------------ lifecycle
 
-    def start(self) -> FakeBigQuery:
-        self.http.start()
-        return self
-
     def stop(self) -> None:
-        self.http.stop()
+        super().stop()
         self.warehouse.close()
-
-    def __enter__(self) -> FakeBigQuery:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        return self.http.url
 
     # ------------------------------------------------------------------------------ data setup
 
@@ -387,18 +381,18 @@ class FakeBigQuery:
     def fail(
         self, route_name: str, status: int, *, times: int = 1, reason: str | None = None, message: str | None = None
     ) -> None:
-        self.http.fail(route_name, status, times=times, reason=reason, message=message)
+        self.server.fail(route_name, status, times=times, reason=reason, message=message)
 
     def slow(self, route_name: str, seconds: float, *, times: int = 1) -> None:
-        self.http.slow(route_name, seconds, times=times)
+        self.server.slow(route_name, seconds, times=times)
 
     @property
     def requests(self) -> list[RecordedRequest]:
-        return self.http.requests
+        return self.server.requests
 
     def requests_for_job(self, job_id: str) -> list[RecordedRequest]:
         """The requests whose path names ``job_id`` (jobs.get, getQueryResults, jobs.cancel)."""
-        return [r for r in self.http.requests if job_id in urllib.parse.unquote(r.path).split("/")]
+        return [r for r in self.server.requests if job_id in urllib.parse.unquote(r.path).split("/")]
 
     @property
     def executed(self) -> list[ExecutedQuery]:
@@ -464,7 +458,7 @@ class FakeBigQuery:
             ("PUT", rf"/upload/bigquery/v2/projects/{segment}/jobs", self._upload_chunk, "upload"),
         ]
         for method, pattern, handler, name in routes:
-            self.http.add_route(method, pattern, self._guarded(handler), name)
+            self.server.add_route(method, pattern, self._guarded(handler), name)
 
     def _guarded(self, handler: Any) -> Any:
         """Authenticate every API request before its handler runs (the token route is not wrapped)."""

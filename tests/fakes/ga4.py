@@ -99,7 +99,7 @@ import orjson
 from fakes import ga4_catalog
 from fakes.ga4_export import Event, Session, default_channel_group, generate_day_events
 from fakes.google_oauth import FakeGoogleOAuth
-from fakes.http import FakeHttpServer, RecordedRequest, Reply, google_error
+from fakes.http import FakeHttpServer, RecordedRequest, Reply, ServedFake, google_error
 
 DAYS = 100
 EVENTS_PER_DAY = 200
@@ -748,7 +748,7 @@ class _Table:
     restricted: list[str]
 
 
-class FakeGA4Data:
+class FakeGA4Data(ServedFake):
     """The Data API fake; see the module docstring."""
 
     def __init__(
@@ -775,25 +775,6 @@ class FakeGA4Data:
         self._quotas: dict[str, PropertyQuota] = {}
         self._table_cache: collections.OrderedDict[bytes, _Table] = collections.OrderedDict()
         self._register_routes()
-
-    # ------------------------------------------------------------------------------ lifecycle
-
-    def start(self) -> FakeGA4Data:
-        self.server.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.stop()
-
-    def __enter__(self) -> FakeGA4Data:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        return self.server.url
 
     # ------------------------------------------------------------------------------ ground truth and knobs
 

@@ -55,7 +55,7 @@ from fakes.ga4_catalog import (
     property_by_id,
 )
 from fakes.google_oauth import FakeGoogleOAuth
-from fakes.http import FakeHttpServer, RecordedRequest, Reply, offset_from_page_token, opaque_page_token
+from fakes.http import FakeHttpServer, RecordedRequest, Reply, ServedFake, offset_from_page_token, opaque_page_token
 
 VERSIONS = ("v1beta", "v1alpha")
 ROUTE_NAMES = (
@@ -99,7 +99,7 @@ class _PermissionDenied(Exception):
     """The property is not visible to the credentials (hidden, or no such property)."""
 
 
-class FakeGA4Admin:
+class FakeGA4Admin(ServedFake):
     """The Admin API fake; see the module docstring."""
 
     def __init__(self, oauth: FakeGoogleOAuth | None = None) -> None:
@@ -107,26 +107,6 @@ class FakeGA4Admin:
         # The Data fake and this one share one token endpoint, so one credential serves both APIs.
         self.oauth = oauth if oauth is not None else FakeGoogleOAuth(self.server)
         self._register_routes()
-
-    # ------------------------------------------------------------------------------ lifecycle
-
-    def start(self) -> FakeGA4Admin:
-        self.server.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.stop()
-
-    def __enter__(self) -> FakeGA4Admin:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """The ``api_endpoint`` (or transport ``host``) to give the client: ``http://127.0.0.1:PORT``."""
-        return self.server.url
 
     @property
     def requests(self) -> list[RecordedRequest]:

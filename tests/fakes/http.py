@@ -19,6 +19,9 @@ Why the details matter (see /work/shared/notes/google-fakes.md):
   google-cloud-bigquery retries dropped connections for up to 10 minutes. The 500 carries the reason
   ``fakeHandlerCrashed``, which no Google client retries, so a bug in a fake fails its test at once.
 - Faults are keyed by route name, so a test says what it means: ``server.fail("jobs.get", 503)``.
+
+A fake of one API served by one such server subclasses ``ServedFake``, which gives it the lifecycle
+(``start``/``stop``, ``with fake:``) and ``url``.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import orjson
 
@@ -430,6 +433,32 @@ class FakeHttpServer:
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
         return _RequestHandler
+
+
+class ServedFake:
+    """The lifecycle of a fake served by one ``FakeHttpServer`` (``server``, which the subclass creates):
+    ``start()`` returning the fake, ``stop()``, ``with fake:``, and ``url``. A fake with more to release
+    overrides ``stop`` and calls ``super().stop()``."""
+
+    server: FakeHttpServer
+
+    def start(self) -> Self:
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """The ``api_endpoint`` (or transport ``host``) to give the client: ``http://127.0.0.1:PORT``."""
+        return self.server.url
 
 
 class _LoopbackHTTPServer(ThreadingHTTPServer):

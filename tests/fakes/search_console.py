@@ -75,7 +75,7 @@ from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 from fakes.google_oauth import FakeGoogleOAuth
-from fakes.http import FakeHttpServer, RecordedRequest, Reply, google_error
+from fakes.http import FakeHttpServer, RecordedRequest, Reply, ServedFake, google_error
 
 DEFAULT_SITES: Mapping[str, str] = {
     "sc-domain:example.com": "siteOwner",
@@ -786,7 +786,7 @@ class _Plan:
 # ------------------------------------------------------------------------------------------ the fake
 
 
-class FakeSearchConsole:
+class FakeSearchConsole(ServedFake):
     """A Search Console REST API (webmasters/v3 + searchconsole/v1 URL inspection) on FakeHttpServer + FakeGoogleOAuth.
 
     ``queries`` and ``pages`` are per generation root (a domain property, or a URL-prefix property no
@@ -846,26 +846,6 @@ class FakeSearchConsole:
         self.inspections: dict[str, dict[str, Any]] = {}
         self._build_sitemaps_and_inspections()
         self._register_routes()
-
-    # ------------------------------------------------------------------------------ lifecycle
-
-    def start(self) -> FakeSearchConsole:
-        self.server.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.stop()
-
-    def __enter__(self) -> FakeSearchConsole:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """The ``api_endpoint`` to give the client: ``http://127.0.0.1:PORT``."""
-        return self.server.url
 
     def fail(
         self, route_name: str, status: int, *, times: int = 1, reason: str | None = None, message: str | None = None

@@ -131,12 +131,12 @@ def clean_fake(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     fake: FakeBigQuery = request.getfixturevalue("fake")
-    crashes_before = len(fake.http.handler_errors)
+    crashes_before = len(fake.server.handler_errors)
     yield
-    fake.http.clear_faults()
+    fake.server.clear_faults()
     fake.job_duration_s = 0.0
     fake.long_poll_s = 1.0
-    assert fake.http.handler_errors[crashes_before:] == []
+    assert fake.server.handler_errors[crashes_before:] == []
 
 
 def _run(client: bigquery.Client, sql: str, api: str, **config: Any) -> list[dict[str, Any]]:
@@ -784,7 +784,7 @@ def test_a_403_is_forbidden_at_once(fake: FakeBigQuery, client: bigquery.Client)
     with pytest.raises(api_exceptions.Forbidden) as raised:
         client.get_table(EVENTS_TABLE, retry=FAST_RETRY)
     assert raised.value.errors[0]["reason"] == "accessDenied"
-    assert [r.status for r in fake.http.requests_for("tables.get")][-1:] == [403]
+    assert [r.status for r in fake.server.requests_for("tables.get")][-1:] == [403]
 
 
 def test_a_404_is_not_found(fake: FakeBigQuery, client: bigquery.Client) -> None:
@@ -795,9 +795,9 @@ def test_a_404_is_not_found(fake: FakeBigQuery, client: bigquery.Client) -> None
 
 def test_a_429_is_retried_by_default_and_raised_without_retry(fake: FakeBigQuery, client: bigquery.Client) -> None:
     fake.fail("datasets.list", 429, times=2)
-    before = len(fake.http.requests_for("datasets.list"))
+    before = len(fake.server.requests_for("datasets.list"))
     assert len(list(client.list_datasets(retry=FAST_RETRY))) == 4
-    assert [r.status for r in fake.http.requests_for("datasets.list")[before:]] == [429, 429, 200]
+    assert [r.status for r in fake.server.requests_for("datasets.list")[before:]] == [429, 429, 200]
     fake.fail("datasets.list", 429)
     with pytest.raises(api_exceptions.TooManyRequests):
         list(client.list_datasets(retry=None))
@@ -835,7 +835,7 @@ def test_forbidden_projects_and_datasets_answer_403(fake: FakeBigQuery, client: 
 
 
 def test_fault_route_names_are_checked(fake: FakeBigQuery) -> None:
-    assert fake.http.route_names == set(ROUTE_NAMES)
+    assert fake.server.route_names == set(ROUTE_NAMES)
     with pytest.raises(ValueError, match="no route named"):
         fake.fail("jobs.inserts", 500)
 
@@ -849,7 +849,7 @@ def test_service_account_jwt_flow_gets_one_token_and_reuses_it(fake: FakeBigQuer
     list(own.list_datasets(retry=FAST_RETRY))
     list(own.list_datasets(retry=FAST_RETRY))
     assert fake.oauth.tokens_granted[JWT_BEARER_GRANT] == granted + 1
-    authorization = fake.http.requests_for("datasets.list")[-1].headers["authorization"]
+    authorization = fake.server.requests_for("datasets.list")[-1].headers["authorization"]
     assert authorization.startswith("Bearer ya29.fake-")
 
 
@@ -882,10 +882,10 @@ def test_a_stored_access_token_is_used_until_revoked_then_refreshed_and_replayed
     requested = sum(fake.oauth.token_requests.values())
     list(own.list_datasets(retry=FAST_RETRY))
     assert sum(fake.oauth.token_requests.values()) == requested  # the stored token was valid
-    before = len(fake.http.requests_for("datasets.list"))
+    before = len(fake.server.requests_for("datasets.list"))
     fake.oauth.revoke_access_tokens()
     assert len(list(own.list_datasets(retry=FAST_RETRY))) == 4
-    assert [r.status for r in fake.http.requests_for("datasets.list")[before:]] == [401, 200]
+    assert [r.status for r in fake.server.requests_for("datasets.list")[before:]] == [401, 200]
     assert fake.oauth.tokens_granted[REFRESH_TOKEN_GRANT] >= 1
     assert credentials.token != stored["access_token"]
 
@@ -976,7 +976,7 @@ def test_load_jobs_create_then_append_and_rows_become_queryable(fake: FakeBigQue
         (2, "done", "WRITE_APPEND"),
     ]
     assert records[0].labels == {"source": "test"}
-    assert fake.http.requests_for("upload")[-1].param("uploadType") == "multipart"
+    assert fake.server.requests_for("upload")[-1].param("uploadType") == "multipart"
 
 
 def test_a_bad_row_fails_the_whole_load_and_writes_nothing(fake: FakeBigQuery, client: bigquery.Client) -> None:
@@ -1030,9 +1030,9 @@ def test_a_large_load_uses_a_resumable_upload_in_chunks(
     # 256 KiB, as the resumable protocol requires) makes it send several PUTs instead of one.
     monkeypatch.setattr("google.cloud.bigquery.client._DEFAULT_CHUNKSIZE", 1024 * 1024)
     rows = [{**person, "name": person["name"] * 40} for person in _people(0, 15_000)]
-    before = len(fake.http.requests_for("upload"))
+    before = len(fake.server.requests_for("upload"))
     job = _load(client, rows, "bulk")
-    uploads = fake.http.requests_for("upload")[before:]
+    uploads = fake.server.requests_for("upload")[before:]
     assert uploads[0].method == "POST" and uploads[0].param("uploadType") == "resumable"
     puts = [r.status for r in uploads[1:]]
     assert len(puts) >= 5 and set(puts[:-1]) == {308} and puts[-1] == 200
@@ -1055,6 +1055,6 @@ def test_nothing_listens_beyond_loopback() -> None:
     before = _listening()
     with FakeBigQuery() as fresh:
         opened = _listening() - before
-        assert opened == {("127.0.0.1", fresh.http.port)}
-        assert fresh.url == f"http://127.0.0.1:{fresh.http.port}"
+        assert opened == {("127.0.0.1", fresh.server.port)}
+        assert fresh.url == f"http://127.0.0.1:{fresh.server.port}"
     assert _listening() - before == set()

@@ -66,7 +66,7 @@ async def test_ga4_export_block_is_a_labelled_sample_of_the_latest_shard(
     assert {k: p["events_in_sample"] for k, p in params.items()} == dict(keys)
     assert params["page_location"]["value_field"] == "string_value" and params["page_location"]["examples"]
     assert params["ga_session_id"]["value_field"] == "int_value"
-    assert fake.http.requests_for("tabledata.list"), "the sample is read with tabledata.list (free)"
+    assert fake.server.requests_for("tabledata.list"), "the sample is read with tabledata.list (free)"
 
 
 async def test_wildcard_schemas_and_resources_skip_the_intraday_table(

@@ -29,7 +29,7 @@ async def test_transient_429_and_500_are_retried(bq_host, fake: FakeBigQuery, cr
             else:
                 result = await host.call("execute_query", {"query": QUERY}, meta(credentials))
                 assert result.kind == "extraction", (route, result.error)
-            assert fake.http.pending_faults(route) == 0
+            assert fake.server.pending_faults(route) == 0
 
 
 async def test_persistent_faults_become_upstream_errors_and_the_server_keeps_serving(
@@ -41,13 +41,13 @@ async def test_persistent_faults_become_upstream_errors_and_the_server_keeps_ser
             with anyio.fail_after(20):
                 failed = await host.call("execute_query", {"query": QUERY}, meta(credentials))
         finally:
-            fake.http.clear_faults()
+            fake.server.clear_faults()
         assert failed.error_name == "ACP_UPSTREAM_ERROR" and "Try again" in failed.error["message"]
         fake.fail("tables.get", 429, times=1000, reason="rateLimitExceeded")
         try:
             limited = await host.call("get_table", {"resource_id": f"{PROJECT}.reporting.daily"}, meta(credentials))
         finally:
-            fake.http.clear_faults()
+            fake.server.clear_faults()
         assert limited.error_name == "ACP_UPSTREAM_ERROR"
         ok = await host.call("execute_query", {"query": QUERY}, meta(credentials))
         assert ok.kind == "extraction"

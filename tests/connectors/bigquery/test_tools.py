@@ -335,7 +335,7 @@ async def test_a_call_cancelled_while_pages_arrive_fetches_no_more_pages(
             fetched = [r for r in fake.requests_for_job(job_id) if r.route == "jobs.getQueryResults"]
             assert fake.executed[-1].outcome == "done" and 1 <= len(fetched) < pages
     finally:
-        fake.http.clear_faults()
+        fake.server.clear_faults()
 
 
 async def test_job_timeout_cancels_the_job(bq_host, fake: FakeBigQuery, credentials) -> None:
