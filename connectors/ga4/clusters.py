@@ -31,7 +31,7 @@ from .resources import settings
 
 OTHER = "Other"
 API = "analyticsdata.v1beta.runReport"
-OTHER_SHARE_WARNING = 0.2  # Other holding more than this share of the first metric gets a warning
+OTHER_SHARE_WARNING = 0.2  # Other holding more than this share of the first additive metric gets a warning
 OTHER_TOP_VALUES = 5  # the largest values of Other named in that warning
 
 # Words of a metric's name (camelCase split) that make it a ratio or a count of distinct users.
@@ -119,7 +119,8 @@ class Clustered:
     rows: dict[tuple[int, dt.date | None], ClusterRow]
     first: api.Report  # the full list's first page (rows dropped): names, types, metadata, totals
     distinct_values: list[set[str]]  # per cluster, over the whole window
-    other_values: dict[str, Any]  # Other's values with their first metric, for the warning
+    other_values: dict[str, Any]  # Other's values with their share metric, for the warning
+    share_metric: str | None  # the first additive metric: Other's share of it is the sum of its values'
     quota: dict[str, Any] | None
     requests: int
     asked_per_cluster: list[str]
@@ -141,6 +142,8 @@ def cluster_values(
     distinct: list[set[str]] = [set() for _ in clusters]
     other_values: dict[str, Any] = {}
     other = len(clusters) - 1
+    # Other's share is told in the first metric that adds up over values (users of several pages do not).
+    share = next((i for i, m in enumerate(metrics) if additive(m, dimension)), None)
     first: api.Report | None = None
     quota: dict[str, Any] | None = None
     requests = 0
@@ -162,8 +165,8 @@ def cluster_values(
             row.metrics = [a + (b or 0) for a, b in zip(row.metrics, figures, strict=True)]  # None: unparsable
             row.values.add(value)
             distinct[index].add(value)
-            if index == other:
-                other_values[value] = other_values.get(value, 0) + figures[0]
+            if index == other and share is not None:
+                other_values[value] = other_values.get(value, 0) + (figures[share] or 0)
         if first is None:
             first = page
         page.rows = []
@@ -197,7 +200,8 @@ def cluster_values(
                     per_day = found.get(day)  # no row: GA4 leaves out rows whose metrics are all zero
                     for slot, position in enumerate(slots):
                         row.metrics[position] = per_day[slot] if per_day is not None else 0
-    return Clustered(rows, first, distinct, other_values, quota, requests, per_cluster)
+    share_metric = metrics[share] if share is not None else None
+    return Clustered(rows, first, distinct, other_values, share_metric, quota, requests, per_cluster)
 
 
 # -- the tool ------------------------------------------------------------------------------------------
@@ -309,19 +313,19 @@ def _description(
 def _cluster_warnings(
     clusters: Sequence[Cluster], checked: report.Checked, clustered: Clustered, totals: Mapping[str, Any]
 ) -> list[str]:
-    dimension, first_metric = checked.dimensions[0], checked.metrics[0]
+    dimension, share_metric = checked.dimensions[0], clustered.share_metric
     out = [
         f"Cluster '{cluster.name}' matched no {dimension} value: check its pattern, or an earlier cluster took them."
         for cluster, values in zip(clusters[:-1], clustered.distinct_values, strict=False)
         if not values
     ]
-    total = totals.get(first_metric)
+    total = totals.get(share_metric) if share_metric else None
     other = sum(clustered.other_values.values())
     if isinstance(total, (int, float)) and total > 0 and other / total > OTHER_SHARE_WARNING:
         largest = sorted(clustered.other_values.items(), key=lambda item: (-item[1], item[0]))[:OTHER_TOP_VALUES]
         listed = ", ".join(f"{value} ({figure:g})" for value, figure in largest)
         out.append(
-            f"{OTHER} holds {other / total:.0%} of {first_metric} ({len(clustered.other_values)} {dimension} values). "
+            f"{OTHER} holds {other / total:.0%} of {share_metric} ({len(clustered.other_values)} {dimension} values). "
             f"Its largest: {listed}. Add clusters for them if they matter."
         )
     return out

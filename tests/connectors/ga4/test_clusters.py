@@ -90,7 +90,9 @@ async def test_clusters_and_other_equal_the_events(fake: FakeGA4, ga4_host, meta
     warnings = " ".join(result.model_response["warnings"])
     assert "Cluster 'Shoes' matched no pagePath value" in warnings
     other_share = truth["Other"]["screenPageViews"] / sum(t["screenPageViews"] for t in truth.values())
-    assert other_share > 0.2 and "Other holds" in warnings and "/contact" in warnings
+    # Its share is told in the first metric that adds up over paths (users and sessions do not).
+    assert other_share > 0.2 and f"Other holds {other_share:.0%} of screenPageViews" in warnings
+    assert "/contact" in warnings
 
 
 async def test_by_date_over_several_pages_equals_the_events(fake: FakeGA4, ga4_host, meta) -> None:
@@ -170,3 +172,22 @@ async def test_a_bad_pattern_names_its_cluster(ga4_host, meta) -> None:
 )
 def test_which_metrics_are_summed(metric: str, dimension: str, summed: bool) -> None:
     assert additive(metric, dimension) is summed
+
+
+async def test_others_share_is_told_in_a_metric_that_adds_up(fake: FakeGA4, ga4_host, meta) -> None:
+    start, end = _window(fake)
+    truth = _truth(fake, lambda e: _cluster(e.page_path), start, end)
+    arguments = {
+        "resource_id": PROPERTY,
+        "dimension": "pagePath",
+        "clusters": CLUSTERS,
+        "metrics": ["totalUsers", "screenPageViews"],  # users of several paths do not add up
+        "start_date": start.isoformat(),
+        "end_date": end.isoformat(),
+    }
+    async with ga4_host() as host:
+        result = await host.call("run_report_by_regex_cluster", arguments, meta())
+    assert result.kind == "extraction", result.error
+    share = truth["Other"]["screenPageViews"] / sum(t["screenPageViews"] for t in truth.values())
+    warnings = " ".join(result.model_response["warnings"])
+    assert f"Other holds {share:.0%} of screenPageViews" in warnings and "of totalUsers" not in warnings
