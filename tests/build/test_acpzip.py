@@ -287,9 +287,27 @@ async def test_verify_installs_and_starts_each_zip_as_a_host_does(
     module = __import__(f"connectors.{connector_id}", fromlist=["CONNECTOR"])
     declared = {tool.name for tool in module.CONNECTOR.tools}
     assert declared | {"autocontext", "autocontext_data"} == set(verified.tools)
+    # Its client libraries, which start-up does not load, were imported from the folder's lib/.
+    assert verified.imported == acpzip.declared_imports(connector_id) != []
 
 
-def test_verify_command_reports_each_zip(built: Mapping[str, Path], tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_verify_fails_when_a_client_module_is_missing_from_the_zip(
+    built: Mapping[str, Path], acpzip: ModuleType, tmp_path: Path
+) -> None:
+    """The server starts and lists its tools without its client library (imported on the first call): verify's
+    import check is what catches a zip that lost it, though the test's own Python has the library installed."""
+    tampered = tmp_path / built["bigquery"].name
+    with zipfile.ZipFile(built["bigquery"]) as source, zipfile.ZipFile(tampered, "w") as out:
+        for info in source.infolist():
+            if not info.filename.startswith("bigquery/lib/google/cloud/bigquery/"):
+                out.writestr(info, source.read(info))
+    assert acpzip.check_contents(tampered) == []  # nothing else would notice
+    with pytest.raises(acpzip.InstallError, match=r"google\.cloud\.bigquery cannot be imported from the zip's lib/"):
+        await acpzip.verify(tampered, sys.executable)
+
+
+def test_verify_command_reports_each_zip(built: Mapping[str, Path], acpzip: ModuleType, tmp_path: Path) -> None:
     broken = tmp_path / "broken.zip"
     with zipfile.ZipFile(broken, "w") as zf:
         zf.writestr("x/acp.json", json.dumps({"id": "x", "name": "X"}))
@@ -312,6 +330,7 @@ def test_verify_command_reports_each_zip(built: Mapping[str, Path], tmp_path: Pa
     )
     assert result.returncode == 1
     assert re.search(r"ok   .*bigquery-.*: bigquery \S+, [\d.]+ MB, \d+ tools, first start", result.stdout)
+    assert f"s, {len(acpzip.declared_imports('bigquery'))} client modules imported" in result.stdout
     assert "FAIL" in result.stderr and "acp.json lacks" in result.stderr
 
 
