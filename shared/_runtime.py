@@ -272,7 +272,6 @@ class AcpRuntime:
         idempotency_key = None if tool.read_only else args.pop(IDEMPOTENCY_KEY, None) or key_from_meta(params.meta)
         written = dict(args)
         today = (tool.today or local_today)()
-        window = resolve_date_arguments(args, date_properties(tool.input_schema), today)
         principal = self._principal(eff, bound) if tool.requires_credentials else None
         resource = resolver.resource(tool, args.pop("resource_id", None), eff)
         if bound is not None and resource is not None:
@@ -290,6 +289,11 @@ class AcpRuntime:
             resource = await self._resolve(resource, cctx, bound)
             cctx.resource = resolver.check_level(tool, resource)
             call.resource_id = resource.id
+            if resource.today is not None:  # the resource keeps its own calendar (a GA4 property's time zone)
+                today = cctx.today = resource.today
+        dates = date_properties(tool.input_schema)
+        window = resolve_date_arguments(args, dates, today)
+        call.arguments.update({name: args[name] for name in dates if name in args})
         completed = False
         try:
             if idempotency_key is None:
@@ -445,6 +449,8 @@ class AcpRuntime:
         if uses_resources:
             ref = await self._resolve(ref, cctx, bound)
             cctx.resource, call.resource_id = ref, ref.id
+            if ref.today is not None:  # the blocks' windows end in the resource's own calendar
+                cctx.today = ref.today
             if self.connector.resources.check is not None:
                 await self.connector.resources.check(ref, cctx)
         results, cached = await runner.blocks(cctx, principal, ref, chosen)

@@ -56,11 +56,18 @@ def max_result_bytes_property(default: int) -> JsonObject:
 
 @dataclass(frozen=True)
 class ResourceRef:
-    """A normalized ``resource_id`` and its level in the source's hierarchy."""
+    """A normalized ``resource_id`` and its level in the source's hierarchy.
+
+    ``today`` is the resource's own calendar day, for a source whose resources keep their days
+    in their own time zone (a GA4 property): :attr:`Resources.resolve` sets it, the date
+    arguments of the call then resolve in it (spec 8.9), and it is ``CallContext.today``. It
+    plays no part in equality: one resource is one resource whatever the day.
+    """
 
     id: str
     level: str
     parts: tuple[str, ...] = ()
+    today: dt.date | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -122,7 +129,9 @@ class Resources:
     it gets the normalized ref and the call's context, and returns the ref the source
     knows, or raises ``ResourceNotFound`` naming the closest ones. The core calls it before
     a tool runs and before autocontext runs its blocks, and everything after it (the
-    tool, ``system_info.resource_id``, caches, ``on_first_call``) sees its answer.
+    tool, ``system_info.resource_id``, caches, ``on_first_call``) sees its answer. A ref
+    returned with ``today`` set makes the call's date arguments and ``CallContext.today``
+    follow the resource's own calendar.
     """
 
     description: str

@@ -90,9 +90,10 @@ import json
 import math
 import sys
 import threading
+import time
 import urllib.parse
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
@@ -103,6 +104,7 @@ from .error_policy import Failure, Rule, first_match, is_instance
 from .errors import AcpError, CredentialsInvalid, InvalidArguments, ResourceNotFound, UpstreamError
 
 ClientT = TypeVar("ClientT")
+T = TypeVar("T")
 
 MESSAGE_MAX_CHARS = 400
 _HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -172,6 +174,36 @@ class ClientCache(Generic[ClientT]):
             self._clients.clear()
         for client in clients:
             self._close(client)
+
+
+class TimedCache(Generic[T]):
+    """Answers kept for ``ttl_s`` per key, each computed by one thread at a time (thread-safe)."""
+
+    def __init__(self, ttl_s: float, size: int = 256) -> None:
+        self.ttl_s = ttl_s
+        self.size = size
+        self._values: dict[Hashable, tuple[float, T]] = {}
+        self._locks: dict[Hashable, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:  # concurrent askers of one key (blocks of one autocontext) wait for one answer
+            found = self._values.get(key)
+            if found is not None and found[0] > time.monotonic():
+                return found[1]
+            value = compute()
+            with self._lock:
+                if len(self._values) >= self.size:
+                    now = time.monotonic()
+                    self._values = {k: v for k, v in self._values.items() if v[0] > now}
+                self._values[key] = (time.monotonic() + self.ttl_s, value)
+            return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
 
 
 # -- endpoint and retries ----------------------------------------------------------------------

@@ -19,17 +19,14 @@ Anything else is ``ACP_RESOURCE_NOT_FOUND`` naming the closest properties.
 from __future__ import annotations
 
 import difflib
-import threading
-import time
 import urllib.parse
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Generic, TypeVar
+from collections.abc import Iterator, Sequence
 
 from shared import CallContext, InvalidArguments, ResourceNotFound, ResourceRef, ResourceSummary
+from shared.google_api import TimedCache
 
 from . import api
 
-T = TypeVar("T")
 LEVEL = "property"
 DOMAIN = "sc-domain:"
 SITES_TTL_S = 60.0  # sites.list is asked once a minute at most per credentials, not once per call
@@ -46,36 +43,6 @@ _INVALID = (
     "Invalid resource_id '{text}'. Use a Search Console property: sc-domain:example.com (a domain property) or "
     "https://www.example.com/ (a URL-prefix property). Call autocontext without arguments to list them."
 )
-
-
-class TimedCache(Generic[T]):
-    """Answers kept for ``ttl_s`` per key, each computed by one thread at a time (thread-safe)."""
-
-    def __init__(self, ttl_s: float, size: int = 256) -> None:
-        self.ttl_s = ttl_s
-        self.size = size
-        self._values: dict[Hashable, tuple[float, T]] = {}
-        self._locks: dict[Hashable, threading.Lock] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
-        with self._lock:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:  # concurrent askers of one key (blocks of one autocontext) wait for one answer
-            found = self._values.get(key)
-            if found is not None and found[0] > time.monotonic():
-                return found[1]
-            value = compute()
-            with self._lock:
-                if len(self._values) >= self.size:
-                    now = time.monotonic()
-                    self._values = {k: v for k, v in self._values.items() if v[0] > now}
-                self._values[key] = (time.monotonic() + self.ttl_s, value)
-            return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._values.clear()
 
 
 _sites: TimedCache[list[api.Site]] = TimedCache(SITES_TTL_S)

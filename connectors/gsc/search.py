@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared import CallContext, Extraction, Header, InvalidArguments, TableWriter, Tool
+from shared.google_api import TimedCache
 
 from . import api
 from .countries import CODES, NAMES
-from .resources import TimedCache, settings
+from .resources import settings
 
 DIMENSIONS = ("query", "page", "country", "device", "date", "hour", "searchAppearance")
 FILTER_DIMENSIONS = ("query", "page", "country", "device", "searchAppearance")

@@ -24,6 +24,7 @@ from shared import (
 pytestmark = pytest.mark.anyio
 SHOPS = ("shop-3", "shop-9")
 SOURCE_TODAY = dt.date(2031, 2, 3)  # the source's calendar, far from the server's own today
+EAST_TODAY = dt.date(2031, 2, 4)  # shop-east keeps its own calendar, a day ahead (its time zone)
 resolved_in: list[str] = []
 
 
@@ -40,6 +41,8 @@ async def resolve(ref: ResourceRef, ctx: CallContext) -> ResourceRef:
     if ref.id == "newest":
         ctx.warnings.append(f"newest is {listed[-1]} today.")
         return ResourceRef(id=listed[-1], level="shop")
+    if ref.id == "shop-east":
+        return ResourceRef(id=ref.id, level="shop", today=EAST_TODAY)
     if ref.id in listed or ref.level == "group":
         return ref
     raise ResourceNotFound(f"No shop '{ref.id}'; the closest are {', '.join(listed)}.")
@@ -56,6 +59,10 @@ async def report(arguments: dict[str, Any], ctx: CallContext) -> Extraction:
 
 async def where(ref: ResourceRef, ctx: CallContext) -> Any:
     return {"fetched_for": ref.id}
+
+
+async def calendar(ref: ResourceRef, ctx: CallContext) -> Any:
+    return {"today": ctx.today.isoformat()}
 
 
 CONNECTOR = Connector(
@@ -90,7 +97,10 @@ CONNECTOR = Connector(
             today=lambda: SOURCE_TODAY,
         ),
     ),
-    blocks=(Block(id="where", description="Which shop the block was fetched for.", fetch=where),),
+    blocks=(
+        Block(id="where", description="Which shop the block was fetched for.", fetch=where),
+        Block(id="calendar", description="The shop's today.", fetch=calendar),
+    ),
 )
 
 
@@ -110,13 +120,13 @@ async def test_a_resolved_resource_is_what_the_tool_the_answer_and_on_first_call
 async def test_autocontext_runs_its_blocks_for_the_resolved_resource(in_process) -> None:
     resolved_in.clear()
     async with in_process(CONNECTOR) as host:
-        result = await host.call("autocontext", {"resource_id": "NEWEST"}, {})
+        result = await host.call("autocontext", {"resource_id": "NEWEST", "request_data": ["where"]}, {})
         assert result.system_info["resource_id"] == "shop-9"
         assert result.system_info["warnings"] == ["newest is shop-9 today."]  # what resolving said
         assert result.model_response == [
             {"id": "where", "description": "Which shop the block was fetched for.", "data": {"fetched_for": "shop-9"}}
         ]
-        missing = await host.call("autocontext", {"resource_id": "shop-4"}, {})
+        missing = await host.call("autocontext", {"resource_id": "shop-4", "request_data": ["where"]}, {})
         assert missing.error_name == ResourceNotFound.name and "shop-3, shop-9" in missing.error["message"]
     assert resolved_in == ["autocontext", "autocontext"]
 
@@ -136,3 +146,17 @@ async def test_relative_dates_are_resolved_in_the_tools_calendar(in_process) -> 
         assert result.model_response["dates"] == ["2031-01-27", "2031-02-03"]
         undated = await host.call("report", {"resource_id": "shop-3"})
         assert undated.model_response["dates"] == ["2031-02-03"]  # no window: the tool's today
+
+
+async def test_a_resource_with_its_own_calendar_resolves_dates_and_blocks_in_it(in_process) -> None:
+    async with in_process(CONNECTOR) as host:
+        arguments = {"resource_id": "shop-east", "start_date": "yesterday", "end_date": "today"}
+        result = await host.call("report", arguments)
+        assert result.system_info["arguments"] == {"start_date": "2031-02-03", "end_date": "2031-02-04"}
+        assert result.rows() == [{"shop": "shop-east", "today": "2031-02-04"}]
+        undated = await host.call("report", {"resource_id": "shop-east"})
+        assert undated.model_response["dates"] == ["2031-02-04"]
+        blocks = await host.call("autocontext", {"resource_id": "shop-east", "request_data": ["calendar"]}, {})
+        assert blocks.model_response[0]["data"] == {"today": "2031-02-04"}
+        reversed_window = await host.call("report", {**arguments, "start_date": "today", "end_date": "yesterday"})
+        assert reversed_window.error_name == InvalidArguments.name and "reversed" in reversed_window.error["message"]

@@ -482,3 +482,30 @@ def test_importing_the_plumbing_or_a_google_connector_loads_no_google_or_sdk_mod
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_timed_cache_computes_a_key_once_while_it_is_fresh() -> None:
+    import threading
+    import time
+
+    from shared.google_api import TimedCache
+
+    calls: list[str] = []
+
+    def slow(key: str) -> str:
+        calls.append(key)
+        time.sleep(0.05)
+        return key.upper()
+
+    cache: TimedCache[str] = TimedCache(60)
+    threads = [threading.Thread(target=cache.get, args=("a", lambda: slow("a"))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert cache.get("a", lambda: slow("a")) == "A" and calls == ["a"]  # concurrent askers waited for one answer
+    assert cache.get("b", lambda: slow("b")) == "B" and calls == ["a", "b"]
+    stale: TimedCache[str] = TimedCache(0)
+    stale.get("a", lambda: slow("a"))
+    stale.get("a", lambda: slow("a"))
+    assert calls == ["a", "b", "a", "a"]  # expired at once: asked again

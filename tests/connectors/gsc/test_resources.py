@@ -132,30 +132,3 @@ async def test_an_unverified_property_is_flagged_and_its_data_refused_with_the_n
         assert "verif" in result.error["message"]
         sitemaps = await host.call("autocontext", {"resource_id": UNVERIFIED, "request_data": ["sitemaps"]}, meta())
         assert any("unverified" in w for w in sitemaps.system_info["warnings"])
-
-
-def test_the_timed_cache_computes_a_key_once_while_it_is_fresh() -> None:
-    import threading
-    import time
-
-    from connectors.gsc.resources import TimedCache
-
-    calls: list[str] = []
-
-    def slow(key: str) -> str:
-        calls.append(key)
-        time.sleep(0.05)
-        return key.upper()
-
-    cache: TimedCache[str] = TimedCache(60)
-    threads = [threading.Thread(target=cache.get, args=("a", lambda: slow("a"))) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert cache.get("a", lambda: slow("a")) == "A" and calls == ["a"]  # concurrent askers waited for one answer
-    assert cache.get("b", lambda: slow("b")) == "B" and calls == ["a", "b"]
-    stale: TimedCache[str] = TimedCache(0)
-    stale.get("a", lambda: slow("a"))
-    stale.get("a", lambda: slow("a"))
-    assert calls == ["a", "b", "a", "a"]  # expired at once: asked again
