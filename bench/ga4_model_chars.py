@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1000, help="rows of the report (its limit; default 1,000)")
     args = parser.parse_args(argv)
     with FakeGA4() as fake:
-        today = fake.today
+        today = fake.today(PROPERTY)
         start = str(today - dt.timedelta(days=WINDOW_DAYS))
         end = str(today - dt.timedelta(days=1))
         response = official_response(fake, start, end, args.rows)
