@@ -65,17 +65,18 @@ def official_rows(response: Any) -> list[list[str]]:
 
 def official_response(fake: Any, start: str, end: str, rows: int) -> Any:
     """The same report through the bare Data API client (REST), as the official server asks for it."""
-    from ga4_support import PROPERTY, service_account
+    from ga4_support import ANALYTICS_READONLY, PROPERTY, service_account
     from google.analytics.data_v1beta import BetaAnalyticsDataClient, RunReportRequest
+    from google.analytics.data_v1beta.services.beta_analytics_data.transports.rest import (
+        BetaAnalyticsDataRestTransport,
+    )
     from google.oauth2 import service_account as google_service_account
 
     info = json.loads(service_account(fake)["service_account"])
-    credentials = google_service_account.Credentials.from_service_account_info(
-        info, scopes=["https://www.googleapis.com/auth/analytics.readonly"], always_use_jwt_access=False
-    )
-    client = BetaAnalyticsDataClient(
-        credentials=credentials, transport="rest", client_options={"api_endpoint": fake.data_url}
-    )
+    credentials = google_service_account.Credentials.from_service_account_info(info, scopes=[ANALYTICS_READONLY])
+    # A token from the fake's token endpoint rather than a self-signed JWT, which the fake cannot check.
+    transport = BetaAnalyticsDataRestTransport(host=fake.data_url, credentials=credentials, always_use_jwt_access=False)
+    client = BetaAnalyticsDataClient(transport=transport)
     request = RunReportRequest(
         property=f"properties/{PROPERTY}",
         date_ranges=[{"start_date": start, "end_date": end}],

@@ -60,14 +60,16 @@ def request_fields(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def data_client(spec: dict[str, Any]) -> Any:
+    """The Data API client over REST, as the connector builds it: a token from the (fake's) token endpoint."""
     from google.analytics.data_v1beta import BetaAnalyticsDataClient
+    from google.analytics.data_v1beta.services.beta_analytics_data.transports.rest import (
+        BetaAnalyticsDataRestTransport,
+    )
     from google.oauth2 import service_account
 
-    credentials = service_account.Credentials.from_service_account_info(
-        spec["info"], scopes=SCOPES, always_use_jwt_access=False
-    )
-    endpoint = {"api_endpoint": spec["url"]}
-    return BetaAnalyticsDataClient(credentials=credentials, transport="rest", client_options=endpoint)
+    credentials = service_account.Credentials.from_service_account_info(spec["info"], scopes=SCOPES)
+    transport = BetaAnalyticsDataRestTransport(host=spec["url"], credentials=credentials, always_use_jwt_access=False)
+    return BetaAnalyticsDataClient(transport=transport)
 
 
 def page_through(client: Any, spec: dict[str, Any], read: Any) -> tuple[list[list[str]], int]:
