@@ -39,6 +39,7 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ for path in (ROOT, ROOT / "tests"):
 
 DIMENSIONS = ["date", "sessionSource", "deviceCategory", "landingPage"]
 METRICS = ["sessions", "totalUsers", "screenPageViews", "keyEvents"]
-WINDOW_DAYS = 28  # the connector's default window: the 28 days ending yesterday
+WINDOW_DAYS = 90  # ending yesterday: enough of the fake's history for a 1,000-row report
 ROW_LIMITS = (25, 1000)  # what the model is shown by the connector: its default, then every row
 
 
@@ -87,8 +88,15 @@ def official_response(fake: Any, start: str, end: str, rows: int) -> Any:
     return client.run_report(request)
 
 
-async def connector_texts(fake: Any, start: str, end: str, rows: int) -> dict[int, tuple[str, list[dict[str, Any]]]]:
-    """``content[0].text`` and the ``system_data`` rows of ``run_report``, by ``row_limit``."""
+@dataclass
+class ConnectorAnswer:
+    text: str  # content[0].text
+    shown: int  # the rows the model reads (model_response.returned_rows)
+    rows: list[dict[str, Any]]  # what the host keeps (system_data)
+
+
+async def connector_answers(fake: Any, start: str, end: str, rows: int) -> dict[int, ConnectorAnswer]:
+    """``run_report``'s answer for each ``row_limit`` of :data:`ROW_LIMITS`."""
     from ga4_support import PROPERTY, ga4_env, service_account
 
     from connectors.ga4 import CONNECTOR
@@ -113,7 +121,7 @@ async def connector_texts(fake: Any, start: str, end: str, rows: int) -> dict[in
                 result = await host.call("run_report", arguments, meta)
                 if result.is_error:
                     raise RuntimeError(f"run_report failed: {result.text[:1000]}")
-                answers[row_limit] = (result.text, result.rows())
+                answers[row_limit] = ConnectorAnswer(result.text, result.model_response["returned_rows"], result.rows())
     return answers
 
 
@@ -128,25 +136,26 @@ def same_rows(ours: list[dict[str, Any]], theirs: list[list[str]]) -> None:
             raise RuntimeError(f"{metric} sums to {mine} here and {official} in the official answer")
 
 
-def report(rows: int, official: str, ours: dict[int, tuple[str, list[dict[str, Any]]]]) -> None:
-    print(f"A {rows:,}-row GA4 report ({', '.join(DIMENSIONS)} × {', '.join(METRICS)}), what the model reads")
-    print(f"{'answer':<64} {'chars':>10} {'~tokens':>9} {'rows shown':>11} {'vs official':>12}")
-    lines = [("official google-analytics-mcp run_report (indented JSON, all rows)", official, rows)]
-    for row_limit, (text, _) in ours.items():
-        shown = min(row_limit, rows)
-        lines.append((f"this connector's run_report, row_limit {row_limit}", text, shown))
-    for label, text, shown in lines:
-        print(f"{label:<64} {len(text):>10,} {len(text) // 4:>9,} {shown:>11,} {len(text) / len(official):>11.3f}×")
-    per_row = (len(official) - len(official_text_without_rows(official))) / rows
-    print(f"official: {per_row:,.0f} characters per row; the rest (headers, metadata) "
-          f"{len(official_text_without_rows(official)):,}")  # fmt: skip
-
-
-def official_text_without_rows(official: str) -> str:
+def without_rows(official: str) -> str:
     """The official answer with its rows emptied: what it costs besides the rows."""
     as_dict = json.loads(official)
     as_dict["rows"] = []
     return json.dumps(as_dict, indent=2)
+
+
+def report(rows: int, official: str, ours: dict[int, ConnectorAnswer]) -> None:
+    print(f"A {rows:,}-row GA4 report ({', '.join(DIMENSIONS)} × {', '.join(METRICS)}), what the model reads")
+    print(f"{'answer':<64} {'chars':>10} {'~tokens':>9} {'rows shown':>11} {'vs official':>12}")
+    lines = [("official google-analytics-mcp run_report (indented JSON, all rows)", official, rows)]
+    for row_limit, answer in ours.items():
+        lines.append((f"this connector's run_report, row_limit {row_limit}", answer.text, answer.shown))
+    for label, text, shown in lines:
+        print(f"{label:<64} {len(text):>10,} {len(text) // 4:>9,} {shown:>11,} {len(text) / len(official):>11.3f}×")
+    rest = len(without_rows(official))
+    print(f"official: {(len(official) - rest) / rows:,.0f} characters per row; {rest:,} for headers and metadata")
+    for row_limit, answer in ours.items():
+        per_row = "" if answer.shown == 0 else f"{len(answer.text) / answer.shown:,.0f} characters per row shown"
+        print(f"connector, row_limit {row_limit}: {per_row} (everything included)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,9 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         if len(response.rows) < args.rows:
             print(f"(the fake's report has {len(response.rows)} rows, fewer than {args.rows}: property {PROPERTY})")
         official = official_text(response)
-        ours = anyio.run(connector_texts, fake, start, end, args.rows)
-    for _, kept in ours.values():
-        same_rows(kept, official_rows(response))
+        ours = anyio.run(connector_answers, fake, start, end, args.rows)
+    for answer in ours.values():
+        same_rows(answer.rows, official_rows(response))
     report(len(response.rows), official, ours)
     return 0
 
