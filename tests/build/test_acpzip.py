@@ -522,6 +522,52 @@ async def test_the_gsc_zip_pulls_search_analytics_with_its_vendored_clients(
 
 
 @pytest.mark.anyio
+async def test_the_ga4_zip_pages_a_report_with_its_vendored_clients(built: Mapping[str, Path], tmp_path: Path) -> None:
+    """The installed folder resolves the property through the Admin API, then pages runReport through a retried
+    503 over REST; the GA4 clients import gRPC even so, and the folder carries it. Sessions by date equal the
+    fake's events counted here."""
+    from fakes.ga4 import FakeGA4
+    from ga4_support import PROPERTY, ga4_env, sessions_by
+    from ga4_support import service_account as ga4_service_account
+
+    listed = names(built["ga4"])
+    assert any(n.startswith("ga4/lib/grpc/") for n in listed)  # imported by google-analytics-data and -admin
+    assert any(n.startswith("ga4/lib/google/analytics/admin_v1alpha/") for n in listed)
+    folder = await installed(built["ga4"], tmp_path)
+    with FakeGA4() as fake:
+        end = fake.today(PROPERTY) - dt.timedelta(days=1)
+        start = end - dt.timedelta(days=13)
+        truth = sessions_by(fake, PROPERTY, lambda event: event.date, start, end)
+        env = {
+            **host_env(),
+            **ga4_env(fake),
+            "ACP_CACHE_DIR": str(tmp_path / "cache"),
+            "ACP_TMP_DIR": str(tmp_path / "tmp"),
+            "ACP_GA4_RETRY_S": "30",  # time enough for one retry on a busy machine
+        }
+        call_meta = {
+            "credentials": ga4_service_account(fake),
+            "autocontext_delivered": True,
+            "config": {"page_size": 5},  # three pages
+        }
+        fake.data.server.fail("runReport", 503)  # retried through google.api_core.retry
+        async with AcpHost.for_folder(folder, env=env) as host:
+            arguments = {
+                "resource_id": f"properties/{PROPERTY}",
+                "dimensions": ["date"],
+                "metrics": ["sessions"],
+                "start_date": str(start),
+                "end_date": str(end),
+            }
+            result = await host.call("run_report", arguments, call_meta)
+        assert result.kind == "extraction", result.error
+        assert result.system_info["resource_id"] == PROPERTY
+        assert result.system_info["source"]["pages"] == 3
+        assert {row["date"]: row["sessions"] for row in result.rows()} == {str(day): n for day, n in truth.items()}
+        assert 503 in [r.status for r in fake.data.server.requests_for("runReport")]
+
+
+@pytest.mark.anyio
 async def test_the_databases_zip_reads_sqlite_duckdb_and_postgresql(built: Mapping[str, Path], tmp_path: Path) -> None:
     import duckdb
     import psycopg
