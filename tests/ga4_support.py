@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 from fakes.ga4 import FakeGA4
@@ -47,7 +47,9 @@ def events_between(fake: FakeGA4, property_id: str, start: dt.date, end: dt.date
     return [event for event in fake.events(property_id) if start <= event.date <= end]
 
 
-def _keyed(fake: FakeGA4, property_id: str, key: KeyFunction, start: dt.date, end: dt.date):  # type: ignore[no-untyped-def]
+def _keyed(
+    fake: FakeGA4, property_id: str, key: KeyFunction, start: dt.date, end: dt.date
+) -> Iterator[tuple[Hashable, Event]]:
     for event in events_between(fake, property_id, start, end):
         row = key(event)
         if row is not None:

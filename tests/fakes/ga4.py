@@ -60,6 +60,8 @@ N most frequent become ``(other)`` and ``dataLossFromOtherRow`` is set), ``reven
 ``empty_reason`` (no rows, ``emptyReason`` set). Quota: ``fake.quota(id)`` (mutable counters; each
 report consumes 1 token + 1 per 5,000 events read), ``set_tokens(id, per_day=, per_hour=)``,
 ``exhaust_tokens(id, "day"|"hour")`` → 429 RESOURCE_EXHAUSTED "Exhausted property tokens per day ...".
+``FakeGA4.clear_faults()`` clears the injected faults of both servers, the knobs and the quotas (for an
+autouse fixture between tests).
 
 **Realtime** reports read the events of the last 30 minutes of ``now`` (``LIVE_SESSIONS`` sessions start
 in that span, so that there are some); ``minutesAgo`` is ``"00"``–``"29"``; only the Realtime API's own
@@ -1053,8 +1055,9 @@ class FakeGA4Data:
 
     def _charge(self, property_id: str, events_read: int) -> PropertyQuota:
         quota = self.quota(property_id)
-        quota.check()
-        quota.consume(1 + events_read // 5000)
+        with self._lock:  # concurrent requests of one property share its counters
+            quota.check()
+            quota.consume(1 + events_read // 5000)
         return quota
 
     def _report_body(self, property_id: str, request: dict[str, Any]) -> dict[str, Any]:

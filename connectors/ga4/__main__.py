@@ -1,0 +1,5 @@
+from shared.cli import main
+
+from . import CONNECTOR
+
+main(CONNECTOR)
