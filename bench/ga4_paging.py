@@ -220,7 +220,7 @@ def report(results: list[dict[str, Any]], repeat: int, page_size: int) -> None:
     print()
     print(f"run_report split by {', '.join(DIMENSIONS)}, pages of {page_size:,} rows, medians of {repeat}")
     print(f"{'rows':>9} {'pages':>6} {'connector rows/s':>17} {'bare rows/s':>12} {'ratio':>6} "
-          f"{'protobuf rows/s':>16} {'ratio':>6} {'connector peak RSS':>18} {'idle':>7} "
+          f"{'protobuf rows/s':>16} {'ratio':>6} {'connector peak RSS':>18} {'warm':>7} "
           f"{'bare peak RSS':>14}")  # fmt: skip
     for result in results:
         rows = result["rows"]
