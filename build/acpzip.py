@@ -63,6 +63,13 @@ unknown key or connector id fails the command):
   printed as a warning, so a stale rule is noticed when a dependency changes.
   ``THIRD_PARTY_NOTICES.md`` and the SBOM say how many files of each distribution were left out and
   by which globs.
+- ``[tool.acpzip.verify-imports]``, ``<id> = ["module", ...]``: the modules the connector imports
+  lazily (its client libraries), which starting the server does not load. ``verify`` imports each
+  one in the installed folder, on its ``lib/`` alone (the launcher's own path set-up), and fails if
+  one cannot be imported or comes from anywhere else: a module missing from the zip (a dependency
+  left out, a file excluded that it needs) fails the build rather than a user's first call. For the
+  bundle, ``bridge`` names the bridge's own, checked in the bundle's ``lib/``, and each connector
+  of ``acps/`` is checked by its own entry.
 """
 
 from __future__ import annotations
@@ -208,7 +215,8 @@ def build_settings() -> dict[str, Any]:
     return settings
 
 
-SETTINGS_KEYS = ("pythons", "exclude", "exclude-files")
+SETTINGS_KEYS = ("pythons", "exclude", "exclude-files", "verify-imports")
+MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def check_settings(settings: Mapping[str, Any], known_ids: Sequence[str]) -> None:
@@ -217,7 +225,7 @@ def check_settings(settings: Mapping[str, Any], known_ids: Sequence[str]) -> Non
     unknown = sorted(set(settings) - set(SETTINGS_KEYS))
     if unknown:
         fail(f"[tool.acpzip] has unknown key(s) {', '.join(unknown)}; known: {', '.join(SETTINGS_KEYS)}")
-    for table in ("exclude", "exclude-files"):
+    for table in ("exclude", "exclude-files", "verify-imports"):
         entries = settings.get(table, {})
         if not isinstance(entries, dict):
             fail(f"[tool.acpzip.{table}] must be a table of <connector id> = [...]")
@@ -231,6 +239,9 @@ def check_settings(settings: Mapping[str, Any], known_ids: Sequence[str]) -> Non
                 fail(f"[tool.acpzip.{table}] {connector_id} must be a list of strings")
             if table == "exclude-files":
                 file_rules(values, f"[tool.acpzip.exclude-files] {connector_id}")
+            bad_modules = [value for value in values if table == "verify-imports" and not MODULE_NAME.match(value)]
+            if bad_modules:
+                fail(f"[tool.acpzip.verify-imports] {connector_id}: {bad_modules[0]!r} is not a dotted module name")
 
 
 def uv() -> str:
@@ -842,6 +853,82 @@ class Verified:
     tools: list[str]
     first_start_s: float
     second_start_s: float
+    imported: list[str]  # the modules of [tool.acpzip.verify-imports], imported from the folder's lib/
+
+
+def declared_imports(name: str) -> list[str]:
+    """``[tool.acpzip.verify-imports]`` of a connector id (or ``bridge``): what ``verify`` imports."""
+    modules: list[str] = build_settings().get("verify-imports", {}).get(name, [])
+    return modules
+
+
+# Run with the host's Python in a server folder: the launcher's own path set-up (lib/ first, the
+# host's site-packages dropped, bytecode under ACP_CACHE_DIR), then imports instead of the server.
+# Prints {module: its file, or "!" and the error}.
+IMPORT_PROBE = """
+import importlib, importlib.util, json, runpy, sys
+sys.dont_write_bytecode = True  # launch.py's own bytecode would land in the folder; launch.main() decides after
+spec = importlib.util.spec_from_file_location("launch", "launch.py")
+launch = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(launch)
+sys.dont_write_bytecode = False
+modules, found = sys.argv[1:], {}
+
+
+def import_modules(*args, **kwargs):
+    for name in modules:
+        try:
+            module = importlib.import_module(name)
+        except Exception as exc:
+            found[name] = f"!{type(exc).__name__}: {exc}"
+        else:
+            found[name] = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", [])), "")
+
+
+runpy.run_module = import_modules
+launch.main()
+print(json.dumps(found))
+"""
+
+
+async def check_imports(
+    folder: Path, modules: Sequence[str], env: Mapping[str, str], cache: Path, tmp: Path, timeout_s: float = 120.0
+) -> None:
+    """Import ``modules`` in the server folder as its launcher sets it up: each must load, from ``lib/``."""
+    import anyio
+
+    if not modules:
+        return
+    command = shutil.which("python3", path=env.get("PATH")) or shutil.which("python", path=env.get("PATH"))
+    if command is None:
+        raise InstallError(f"{folder.name}: no python3 on the PATH to import its modules with")
+    home = tmp / "import-probe-home"  # a library that writes a cache on import (matplotlib) writes it here
+    home.mkdir(exist_ok=True)
+    run_env = {
+        **env,
+        "PYTHONPATH": "",
+        "ACP_CACHE_DIR": str(cache),
+        "ACP_TMP_DIR": str(tmp),
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+    }
+    with anyio.fail_after(timeout_s):
+        result = await anyio.run_process([command, "-c", IMPORT_PROBE, *modules], cwd=folder, env=run_env, check=False)
+    if result.returncode != 0:
+        detail = result.stderr.decode("utf-8", "replace").strip()[-2000:]
+        raise InstallError(f"{folder.name}: the import check did not run (exit {result.returncode}):\n{detail}")
+    found: dict[str, str] = json.loads(result.stdout)
+    lib = (folder / "lib").resolve()
+    problems = [
+        f"{name} cannot be imported from the zip's lib/ ({where[1:]})"
+        if where.startswith("!")
+        else f"{name} comes from {where}, not from the zip's lib/"
+        for name, where in found.items()
+        if where.startswith("!") or not Path(where).resolve().is_relative_to(lib)
+    ]
+    if problems:
+        raise InstallError(f"{folder.name}: " + "; ".join(problems))
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int, int]]:
@@ -865,8 +952,9 @@ def _python_env(python: str | None, work: Path) -> dict[str, str]:
     return env
 
 
-async def verify(path: Path, python: str | None = None) -> Verified:
-    """Install ``path`` as a host does, start it twice, and check it left its folder untouched."""
+async def verify(path: Path, python: str | None = None, imports: Sequence[str] | None = None) -> Verified:
+    """Install ``path`` as a host does, start it twice, import its client modules (``imports``, by
+    default its ``[tool.acpzip.verify-imports]``), and check it left its folder untouched."""
     problems = check_contents(path)
     if problems:
         raise InstallError(f"{path.name}: " + "; ".join(problems))
@@ -883,6 +971,8 @@ async def verify(path: Path, python: str | None = None) -> Verified:
         started = time.perf_counter()
         result = await probe(installed.folder, cache_dir=cache, tmp_dir=tmp, env=env)
         second = time.perf_counter() - started
+        modules = declared_imports(installed.manifest.id) if imports is None else list(imports)
+        await check_imports(installed.folder, modules, env, cache, tmp)
         after = _snapshot(installed.folder)
         changed = sorted(name for name in set(before) | set(after) if before.get(name) != after.get(name))
         if changed:
@@ -894,7 +984,7 @@ async def verify(path: Path, python: str | None = None) -> Verified:
             raise InstallError(f"{path.name}: installed files differ from the zip: {sorted(unpacked ^ shipped)[:10]}")
         if not any((cache / "pycache").rglob("*.pyc")):
             raise InstallError(f"{path.name}: no bytecode was cached under ACP_CACHE_DIR; check launch.py")
-        return Verified(path, installed.manifest, path.stat().st_size, result.tools, first, second)
+        return Verified(path, installed.manifest, path.stat().st_size, result.tools, first, second, modules)
 
 
 # -- the bridge's MCP bundle -----------------------------------------------------------------
@@ -1388,6 +1478,8 @@ async def verify_bundle(path: Path, python: str | None = None, timeout_s: float 
         connectors = sorted(p.name for p in (folder / "acps").iterdir())
         for connector in connectors:
             await probe(folder / "acps" / connector, cache_dir=cache, tmp_dir=tmp, env=env)
+            await check_imports(folder / "acps" / connector, declared_imports(connector), env, cache, tmp)
+        await check_imports(folder, declared_imports(BRIDGE), env, cache, tmp)
         command, args, extra_env = resolve_mcp_config(
             manifest, folder, {"project_folder": str(project)}, {"HOME": str(home)}
         )
@@ -1498,7 +1590,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"ok   {item}: {verified.manifest.id} {verified.manifest.version}, {verified.size / 1e6:.1f} MB, "
             f"{len(verified.tools)} tools, first start {verified.first_start_s:.2f} s, "
-            f"second start {verified.second_start_s:.2f} s"
+            f"second start {verified.second_start_s:.2f} s, {len(verified.imported)} client modules imported"
         )
     return 1 if failures else 0
 

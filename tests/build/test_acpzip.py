@@ -287,9 +287,27 @@ async def test_verify_installs_and_starts_each_zip_as_a_host_does(
     module = __import__(f"connectors.{connector_id}", fromlist=["CONNECTOR"])
     declared = {tool.name for tool in module.CONNECTOR.tools}
     assert declared | {"autocontext", "autocontext_data"} == set(verified.tools)
+    # Its client libraries, which start-up does not load, were imported from the folder's lib/.
+    assert verified.imported == acpzip.declared_imports(connector_id) != []
 
 
-def test_verify_command_reports_each_zip(built: Mapping[str, Path], tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_verify_fails_when_a_client_module_is_missing_from_the_zip(
+    built: Mapping[str, Path], acpzip: ModuleType, tmp_path: Path
+) -> None:
+    """The server starts and lists its tools without its client library (imported on the first call): verify's
+    import check is what catches a zip that lost it, though the test's own Python has the library installed."""
+    tampered = tmp_path / built["bigquery"].name
+    with zipfile.ZipFile(built["bigquery"]) as source, zipfile.ZipFile(tampered, "w") as out:
+        for info in source.infolist():
+            if not info.filename.startswith("bigquery/lib/google/cloud/bigquery/"):
+                out.writestr(info, source.read(info))
+    assert acpzip.check_contents(tampered) == []  # nothing else would notice
+    with pytest.raises(acpzip.InstallError, match=r"google\.cloud\.bigquery cannot be imported from the zip's lib/"):
+        await acpzip.verify(tampered, sys.executable)
+
+
+def test_verify_command_reports_each_zip(built: Mapping[str, Path], acpzip: ModuleType, tmp_path: Path) -> None:
     broken = tmp_path / "broken.zip"
     with zipfile.ZipFile(broken, "w") as zf:
         zf.writestr("x/acp.json", json.dumps({"id": "x", "name": "X"}))
@@ -312,6 +330,7 @@ def test_verify_command_reports_each_zip(built: Mapping[str, Path], tmp_path: Pa
     )
     assert result.returncode == 1
     assert re.search(r"ok   .*bigquery-.*: bigquery \S+, [\d.]+ MB, \d+ tools, first start", result.stdout)
+    assert f"s, {len(acpzip.declared_imports('bigquery'))} client modules imported" in result.stdout
     assert "FAIL" in result.stderr and "acp.json lacks" in result.stderr
 
 
@@ -500,6 +519,52 @@ async def test_the_gsc_zip_pulls_search_analytics_with_its_vendored_clients(
         }
         assert inspected.kind == "info", inspected.error
         assert 503 in [r.status for r in fake.server.requests_for("searchanalytics.query")]
+
+
+@pytest.mark.anyio
+async def test_the_ga4_zip_pages_a_report_with_its_vendored_clients(built: Mapping[str, Path], tmp_path: Path) -> None:
+    """The installed folder resolves the property through the Admin API, then pages runReport through a retried
+    503 over REST; the GA4 clients import gRPC even so, and the folder carries it. Sessions by date equal the
+    fake's events counted here."""
+    from fakes.ga4 import FakeGA4
+    from ga4_support import PROPERTY, ga4_env, sessions_by
+    from ga4_support import service_account as ga4_service_account
+
+    listed = names(built["ga4"])
+    assert any(n.startswith("ga4/lib/grpc/") for n in listed)  # imported by google-analytics-data and -admin
+    assert any(n.startswith("ga4/lib/google/analytics/admin_v1alpha/") for n in listed)
+    folder = await installed(built["ga4"], tmp_path)
+    with FakeGA4() as fake:
+        end = fake.today(PROPERTY) - dt.timedelta(days=1)
+        start = end - dt.timedelta(days=13)
+        truth = sessions_by(fake, PROPERTY, lambda event: event.date, start, end)
+        env = {
+            **host_env(),
+            **ga4_env(fake),
+            "ACP_CACHE_DIR": str(tmp_path / "cache"),
+            "ACP_TMP_DIR": str(tmp_path / "tmp"),
+            "ACP_GA4_RETRY_S": "30",  # time enough for one retry on a busy machine
+        }
+        call_meta = {
+            "credentials": ga4_service_account(fake),
+            "autocontext_delivered": True,
+            "config": {"page_size": 5},  # three pages
+        }
+        fake.data.server.fail("runReport", 503)  # retried through google.api_core.retry
+        async with AcpHost.for_folder(folder, env=env) as host:
+            arguments = {
+                "resource_id": f"properties/{PROPERTY}",
+                "dimensions": ["date"],
+                "metrics": ["sessions"],
+                "start_date": str(start),
+                "end_date": str(end),
+            }
+            result = await host.call("run_report", arguments, call_meta)
+        assert result.kind == "extraction", result.error
+        assert result.system_info["resource_id"] == PROPERTY
+        assert result.system_info["source"]["pages"] == 3
+        assert {row["date"]: row["sessions"] for row in result.rows()} == {str(day): n for day, n in truth.items()}
+        assert 503 in [r.status for r in fake.data.server.requests_for("runReport")]
 
 
 @pytest.mark.anyio

@@ -124,7 +124,10 @@ KNOWN = ["bigquery", "databases"]
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"exclude-file": {}}, "[tool.acpzip] has unknown key(s) exclude-file; known: pythons, exclude, exclude-files"),
+        (
+            {"exclude-file": {}},
+            "[tool.acpzip] has unknown key(s) exclude-file; known: pythons, exclude, exclude-files, verify-imports",
+        ),
         (
             {"exclude-files": {"gsc": ["x/*"]}},
             "[tool.acpzip.exclude-files] names 'gsc', which is not a connector; known: bigquery, databases",
@@ -142,6 +145,19 @@ KNOWN = ["bigquery", "databases"]
         ({"exclude-files": {"bigquery": ["a//b"]}}, "'a//b' has an empty, '.' or '..' path segment"),
         ({"exclude-files": {"bigquery": ["a**b/c"]}}, "'a**b/c': ** matches whole path segments only"),
         ({"exclude-files": {"bigquery": ["a/[bc"]}}, "'a/[bc' has a '[' without its ']'"),
+        (
+            {"verify-imports": {"ga5": ["google.analytics.data_v1beta"]}},
+            "[tool.acpzip.verify-imports] names 'ga5', which is not a connector; known: bigquery, databases",
+        ),
+        (
+            {"verify-imports": {"bigquery": "sqlglot"}},
+            "[tool.acpzip.verify-imports] bigquery must be a list of strings",
+        ),
+        (
+            {"verify-imports": {"bigquery": ["google..cloud"]}},
+            "[tool.acpzip.verify-imports] bigquery: 'google..cloud' is not a dotted module name",
+        ),
+        ({"verify-imports": {"bigquery": ["google-cloud-bigquery"]}}, "'google-cloud-bigquery' is not a dotted module"),
     ],
 )
 def test_bad_settings_fail_with_what_to_fix(acpzip: ModuleType, settings: dict[str, Any], message: str) -> None:
@@ -154,6 +170,9 @@ def test_bad_settings_fail_with_what_to_fix(acpzip: ModuleType, settings: dict[s
 def test_the_project_settings_pass_their_own_checks(acpzip: ModuleType) -> None:
     settings = acpzip.build_settings()  # checks them
     assert set(settings) <= set(acpzip.SETTINGS_KEYS) and settings["pythons"]
+    # Every zip (and the bundle's lib/) names the client modules it imports on first use, for verify to import.
+    assert sorted(settings["verify-imports"]) == sorted(acpzip.lock_targets())
+    assert all(settings["verify-imports"].values())
 
 
 # -- a real build --------------------------------------------------------------------------------

@@ -321,6 +321,43 @@ def _gsc(folder: Path, canary: str) -> Iterator[Source]:
         )
 
 
+# -- ga4 ------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _ga4(folder: Path, canary: str) -> Iterator[Source]:
+    import json
+
+    from fakes.ga4 import FakeGA4
+    from ga4_support import PROPERTY, ga4_env, service_account, sessions_by
+
+    with FakeGA4() as fake:
+        end = fake.today(PROPERTY) - dt.timedelta(days=1)
+        start = end - dt.timedelta(days=13)
+        by_day_and_device = sessions_by(fake, PROPERTY, lambda e: (e.date, e.visitor.device_category), start, end)
+        expected = len(by_day_and_device)
+        info = fake.oauth.service_account_info("ga4-conformance")
+        forged = {**info, "private_key": f"-----BEGIN PRIVATE KEY-----\n{canary}\n-----END PRIVATE KEY-----\n"}
+        yield Source(
+            credentials=service_account(fake),
+            resource_id=PROPERTY,  # also the connector's resource_id example
+            extraction=(
+                "run_report",
+                {
+                    "dimensions": ["date", "deviceCategory"],
+                    "metrics": ["sessions"],
+                    "start_date": start.isoformat(),
+                    "end_date": end.isoformat(),
+                },
+            ),
+            extraction_rows=expected,
+            env=ga4_env(fake),
+            canary_credentials=(
+                {"type": "service_account", "service_account": json.dumps(forged)},
+                {"type": "oauth", "access_token": canary},
+                {"type": "oauth", "refresh_token": canary, "client_id": "cid", "client_secret": canary},
+            ),
+        )
+
+
 @contextlib.contextmanager
 def _prediction(folder: Path, canary: str) -> Iterator[Source]:
     """No resource, no credentials: forecast 60 days of a host table 30 days ahead (spec 6.1, 8.8, 16.7)."""
@@ -418,6 +455,7 @@ PROFILES: dict[str, Profile] = {
     ),
     "bigquery": Profile("bigquery", {"fake": _bigquery}),
     "gsc": Profile("gsc", {"fake": _gsc}),
+    "ga4": Profile("ga4", {"fake": _ga4}),
     "prediction": Profile("prediction", {"host_table": _prediction}),
     "toy": Profile("toy", {"report": _toy_report, "browse": _toy_browse}, module="toy_connector"),
     "toy_local": Profile("toy_local", {"host_table": _toy_local}, module="toy_local_connector"),
