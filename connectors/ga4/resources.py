@@ -13,7 +13,6 @@ import dataclasses
 import datetime as dt
 import difflib
 import re
-import zoneinfo
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +135,8 @@ def today_in(time_zone: str | None, now: dt.datetime | None = None) -> dt.date |
     """Today in ``time_zone`` (an IANA name); None when it is unknown here (no tz database)."""
     if not time_zone:
         return None
+    import zoneinfo  # here, not at import: it loads the platform's sysconfig, which a declaration must not
+
     try:
         zone = zoneinfo.ZoneInfo(time_zone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -159,7 +160,14 @@ async def resolve(ref: ResourceRef, ctx: CallContext) -> ResourceRef:
             {"resource_id": ref.id, "closest": [s.property_id for s in near]},
         )
     details = await ctx.run_blocking(lambda: property_settings(config, ref.id))
-    return dataclasses.replace(_ref(ref.id), today=today_in(details.get("timeZone")))
+    zone = details.get("timeZone")
+    today = today_in(zone)
+    if zone and today is None:
+        ctx.warnings.append(
+            f"The property's time zone {zone} is unknown to this server (no time-zone database: pip install tzdata), "
+            "so relative dates are the server's own days."
+        )
+    return dataclasses.replace(_ref(ref.id), today=today)
 
 
 async def list_resources(ctx: CallContext) -> list[ResourceSummary]:

@@ -377,7 +377,7 @@ _STANDARD_METRICS = [
         "keyEvents",
         "Key events",
         "Event",
-        "TYPE_INTEGER",
+        "TYPE_FLOAT",  # GA4 may credit a key event in part (data-driven attribution): a float, as in spec 15.1
         _key_events(None),
         deprecated=("conversions",),
         attributable=True,
@@ -1482,7 +1482,7 @@ def _schema(property_id: str) -> tuple[dict[str, _Dimension], dict[str, _Metric]
                 f"keyEvents:{key_event.event_name}",
                 f"Key events ({key_event.event_name})",
                 "Event",
-                "TYPE_INTEGER",
+                "TYPE_FLOAT",
                 _key_events(key_event.event_name),
                 deprecated=(f"conversions:{key_event.event_name}",),
                 attributable=True,

@@ -219,7 +219,7 @@ def test_user_and_session_metrics_follow_the_docstring(client: BetaAnalyticsData
         "TYPE_FLOAT",
         "TYPE_SECONDS",
         "TYPE_SECONDS",
-        "TYPE_INTEGER",
+        "TYPE_FLOAT",
     ]
     groups: dict[str, list[ga4_export.Event]] = collections.defaultdict(list)
     for event in events_between(fake, PROPERTY, START, END):

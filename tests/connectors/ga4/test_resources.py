@@ -9,7 +9,7 @@ import zoneinfo
 import pytest
 from fakes.ga4_catalog import HIDDEN_PROPERTY, PROPERTIES
 
-from connectors.ga4.resources import normalize
+from connectors.ga4.resources import normalize, today_in
 from shared import InvalidArguments
 
 pytestmark = pytest.mark.anyio
@@ -105,3 +105,10 @@ async def test_relative_dates_resolve_in_the_propertys_calendar(ga4_host, meta) 
     days.add(today())  # a midnight in Tokyo during the call
     start, end = (dt.date.fromisoformat(result.system_info["arguments"][k]) for k in ("start_date", "end_date"))
     assert end.isoformat() in days and end - start == dt.timedelta(days=7)
+
+
+def test_today_is_the_day_in_the_propertys_time_zone_or_unknown() -> None:
+    late_in_utc = dt.datetime(2026, 9, 25, 23, 30, tzinfo=dt.UTC)
+    assert today_in("Europe/Madrid", late_in_utc) == dt.date(2026, 9, 26)
+    assert today_in("America/New_York", late_in_utc) == dt.date(2026, 9, 25)
+    assert today_in("Mars/Olympus_Mons", late_in_utc) is None and today_in(None) is None
