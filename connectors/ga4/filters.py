@@ -10,7 +10,7 @@ them holds) or ``{"all": [...]}``, nested up to two levels::
               {"field": "pagePath", "match": "full_regexp", "value": "/shop/.*"}]}]
 
 :data:`FILTER_SCHEMA` is that shape as JSON Schema (written out, without ``$ref``, so that every client
-reads it); :func:`to_filter_expression` gives the API's ``FilterExpression`` with the protos'
+reads it; kept small, since each tool that filters publishes it twice); :func:`to_filter_expression` gives the API's ``FilterExpression`` with the protos'
 snake_case field names (what ``RunReportRequest`` takes), after checking what the schema cannot say:
 a regular expression that does not compile, a numeric match on a value that is not a number,
 ``between`` without two values, or a text match in a metric filter. Each refusal names the condition
@@ -75,24 +75,33 @@ _CONDITION: dict[str, Any] = {
 
 
 def _group(items: dict[str, Any]) -> dict[str, Any]:
-    array = {"type": "array", "items": items, "minItems": 1}
+    # One pattern for both keys: the items' schema is published once, not once for all and once for any.
     return {
         "type": "object",
-        "properties": {
-            "all": {**array, "description": "Every item holds."},
-            "any": {**array, "description": "At least one item holds."},
-            "not": {"type": "boolean", "description": "true: the group must NOT hold.", "default": False},
-        },
+        "description": "all: every item holds; any: at least one does; not: true negates the group.",
+        "properties": {"not": {"type": "boolean", "default": False}},
+        "patternProperties": {"^(all|any)$": {"type": "array", "items": items, "minItems": 1}},
         "additionalProperties": False,
         "minProperties": 1,
     }
 
 
-def _item(depth: int) -> dict[str, Any]:
-    """A condition, or a group whose items nest ``depth`` more levels."""
+def _bare(schema: Any) -> Any:
+    """``schema`` without its descriptions: a nested copy of a condition needs none (the outermost one
+    says it all), and every tool that filters publishes the whole tree in ``tools/list``."""
+    if isinstance(schema, dict):
+        return {k: _bare(v) for k, v in schema.items() if k != "description"}
+    return schema
+
+
+_BARE_CONDITION = _bare(_CONDITION)
+
+
+def _item(depth: int, condition: dict[str, Any] = _CONDITION) -> dict[str, Any]:
+    """A condition, or a group whose items nest ``depth`` more levels (their conditions bare)."""
     if depth == 0:
-        return _CONDITION
-    return {"anyOf": [_CONDITION, _group(_item(depth - 1))]}
+        return condition
+    return {"anyOf": [condition, _group(_item(depth - 1, _BARE_CONDITION))]}
 
 
 FILTER_SCHEMA: dict[str, Any] = {
