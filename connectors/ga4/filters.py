@@ -10,8 +10,9 @@ them holds) or ``{"all": [...]}``, nested up to two levels::
               {"field": "pagePath", "match": "full_regexp", "value": "/shop/.*"}]}]
 
 :data:`FILTER_SCHEMA` is that shape as JSON Schema (written out, without ``$ref``, so that every client
-reads it; kept small, since each tool that filters publishes it twice); :func:`to_filter_expression` gives the API's ``FilterExpression`` with the protos'
-snake_case field names (what ``RunReportRequest`` takes), after checking what the schema cannot say:
+reads it; kept small, since each tool that filters publishes it twice); :func:`to_filter_expression`
+gives the API's ``FilterExpression`` with the protos' snake_case field names (what ``RunReportRequest``
+takes), after checking what the schema cannot say:
 a regular expression that does not compile, a numeric match on a value that is not a number,
 ``between`` without two values, or a text match in a metric filter. Each refusal names the condition
 and what to write instead.
