@@ -40,6 +40,7 @@ for path in (ROOT, ROOT / "tests"):
         sys.path.append(str(path))
 
 from bench.child import run_child  # noqa: E402 - after the path setup
+from bench.connector_call import timed_extraction  # noqa: E402
 from bench.db_extract import proc_status_kb  # noqa: E402
 
 DIMENSIONS = ["date", "sessionSource", "deviceCategory", "country", "pagePath"]
@@ -98,10 +99,6 @@ def rows_from_protobuf(response: Any) -> list[list[str]]:
 
 # -- connector ---------------------------------------------------------------------------------------
 async def run_connector(spec: dict[str, Any], scratch: Path) -> dict[str, Any]:
-    import psutil
-
-    from shared.host import AcpHost, uri_path
-
     env = {
         "ACP_GA4_DATA_ENDPOINT": spec["url"],
         "ACP_GA4_ADMIN_ENDPOINT": spec["admin_url"],
@@ -122,27 +119,10 @@ async def run_connector(spec: dict[str, Any], scratch: Path) -> dict[str, Any]:
         "start_date": spec["start"],
         "end_date": spec["end"],
     }
-    async with AcpHost.for_module("ga4", env=env, cwd=ROOT, read_timeout_s=600.0) as host:
-        (pid,) = [p.pid for p in psutil.Process().children() if "connectors.ga4" in " ".join(p.cmdline())]
-        # Lazy imports, the token, the clients, the account summaries and the metadata, as a warm server has them;
-        # and the fake's answer to the connector's own requests (its first page also asks for the totals).
-        warm = await host.call("run_report", arguments, meta)
-        if warm.is_error:
-            raise RuntimeError(f"warm-up failed: {warm.text[:500]}\n{host.stderr()[-2000:]}")
-        if (warm.system_data or {}).get("format") == "file":
-            uri_path(str(warm.system_data["table_uri"])).unlink()
-        idle_kb = proc_status_kb(pid, "VmRSS")
-        start = time.perf_counter_ns()
-        response = await host.call("run_report", arguments, meta)
-        elapsed = time.perf_counter_ns() - start
-        hwm_kb = proc_status_kb(pid, "VmHWM")
-        data = response.system_data or {}
-        if response.is_error or data.get("row_count") != spec["rows"]:
-            raise RuntimeError(f"unexpected answer: {response.text[:500]} stderr={host.stderr()[-2000:]}")
-        if data["format"] == "file":
-            uri_path(str(data["table_uri"])).unlink()
-        pages = response.system_info["source"]["pages"]
-    return {"seconds": elapsed / 1e9, "hwm_kb": hwm_kb, "idle_kb": idle_kb, "pages": pages}
+    # The warm call is the same report: the fake's answers are then cached for both sides, and the first
+    # page's totals too.
+    call = ("run_report", arguments)
+    return await timed_extraction("ga4", env, meta, call, call, spec["rows"])
 
 
 # -- bare client (its own interpreter) -----------------------------------------------------------------

@@ -38,6 +38,7 @@ for path in (ROOT, ROOT / "tests"):
         sys.path.append(str(path))
 
 from bench.child import run_child  # noqa: E402 - after the path setup
+from bench.connector_call import timed_extraction  # noqa: E402
 from bench.db_extract import proc_status_kb  # noqa: E402
 
 SITE = "sc-domain:example.com"
@@ -55,10 +56,6 @@ def body(start: str, end: str) -> dict[str, Any]:
 
 # -- connector ---------------------------------------------------------------------------------------
 async def run_connector(spec: dict[str, Any], scratch: Path) -> dict[str, Any]:
-    import psutil
-
-    from shared.host import AcpHost, uri_path
-
     env = {
         "ACP_GSC_ENDPOINT": spec["url"],
         "ACP_GOOGLE_TOKEN_URI": spec["token_uri"],
@@ -71,24 +68,8 @@ async def run_connector(spec: dict[str, Any], scratch: Path) -> dict[str, Any]:
         "autocontext_delivered": True,
     }
     arguments = {"resource_id": SITE, "dimensions": DIMENSIONS, "start_date": spec["start"], "end_date": spec["end"]}
-    async with AcpHost.for_module("gsc", env=env, cwd=ROOT, read_timeout_s=600.0) as host:
-        (pid,) = [p.pid for p in psutil.Process().children() if "connectors.gsc" in " ".join(p.cmdline())]
-        # Lazy imports, the token, the client, the property list and the reliable day, as a warm server has them.
-        warm = await host.call("search_analytics", {"resource_id": SITE, "dimensions": ["device"]}, meta)
-        if warm.is_error:
-            raise RuntimeError(f"warm-up failed: {warm.text[:500]}\n{host.stderr()[-2000:]}")
-        idle_kb = proc_status_kb(pid, "VmRSS")
-        start = time.perf_counter_ns()
-        response = await host.call("search_analytics", arguments, meta)
-        elapsed = time.perf_counter_ns() - start
-        hwm_kb = proc_status_kb(pid, "VmHWM")
-        data = response.system_data or {}
-        if response.is_error or data.get("row_count") != spec["rows"]:
-            raise RuntimeError(f"unexpected answer: {response.text[:500]} stderr={host.stderr()[-2000:]}")
-        if data["format"] == "file":
-            uri_path(str(data["table_uri"])).unlink()
-        pages = response.system_info["source"]["pages"]
-    return {"seconds": elapsed / 1e9, "hwm_kb": hwm_kb, "idle_kb": idle_kb, "pages": pages}
+    warm = ("search_analytics", {"resource_id": SITE, "dimensions": ["device"]})
+    return await timed_extraction("gsc", env, meta, warm, ("search_analytics", arguments), spec["rows"])
 
 
 # -- baseline (its own interpreter) -------------------------------------------------------------------
