@@ -3,8 +3,7 @@ module and hosts pointed at it. Helpers and ground truth are in tests/ga4_suppor
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,7 +11,6 @@ from fakes.ga4 import FakeGA4
 from ga4_support import ga4_env, service_account
 
 from connectors.ga4 import CONNECTOR, api, names, resources
-from shared.host import AcpHost
 
 
 @pytest.fixture(scope="module")
@@ -40,26 +38,6 @@ def fresh_state(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture
-def meta(credentials: dict[str, Any]) -> Callable[..., dict[str, Any]]:
-    """``_meta.acp`` for a call: the credentials and no first-call autocontext, plus ``extra``."""
-
-    def build(**extra: Any) -> dict[str, Any]:
-        return {"credentials": credentials, "autocontext_delivered": True, **extra}
-
-    return build
-
-
-HostFactory = Callable[..., AbstractAsyncContextManager[AcpHost]]
-
-
-@pytest.fixture
-def ga4_host(fake: FakeGA4, runtime_dirs: dict[str, str], in_process: Any) -> HostFactory:
+def ga4_host(fake: FakeGA4, serve: Any) -> Any:
     """``async with ga4_host(**host_kwargs) as host``: the connector served in this process, on the fake."""
-
-    @asynccontextmanager
-    async def start(**kwargs: Any) -> AsyncIterator[AcpHost]:
-        env = {**runtime_dirs, **ga4_env(fake), **kwargs.pop("env", {})}
-        async with in_process(CONNECTOR, env=env, **kwargs) as host:
-            yield host
-
-    return start
+    return serve(CONNECTOR, ga4_env(fake))

@@ -5,8 +5,7 @@ meet Google's) and hosts pointed at it. Helpers and ground truth are in tests/gs
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,7 +13,6 @@ from fakes.search_console import FakeSearchConsole
 from gsc_support import gsc_env, service_account, today
 
 from connectors.gsc import CONNECTOR, api, inspection, resources, search
-from shared.host import AcpHost
 
 
 @pytest.fixture(scope="module")
@@ -44,26 +42,6 @@ def fresh_state(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture
-def meta(credentials: dict[str, Any]) -> Callable[..., dict[str, Any]]:
-    """``_meta.acp`` for a call: the credentials and no first-call autocontext, plus ``extra``."""
-
-    def build(**extra: Any) -> dict[str, Any]:
-        return {"credentials": credentials, "autocontext_delivered": True, **extra}
-
-    return build
-
-
-HostFactory = Callable[..., AbstractAsyncContextManager[AcpHost]]
-
-
-@pytest.fixture
-def gsc_host(fake: FakeSearchConsole, runtime_dirs: dict[str, str], in_process: Any) -> HostFactory:
+def gsc_host(fake: FakeSearchConsole, serve: Any) -> Any:
     """``async with gsc_host(**host_kwargs) as host``: the connector served in this process, on the fake."""
-
-    @asynccontextmanager
-    async def start(**kwargs: Any) -> AsyncIterator[AcpHost]:
-        env = {**runtime_dirs, **gsc_env(fake), **kwargs.pop("env", {})}
-        async with in_process(CONNECTOR, env=env, **kwargs) as host:
-            yield host
-
-    return start
+    return serve(CONNECTOR, gsc_env(fake))
