@@ -378,18 +378,6 @@ class FakeBigQuery(ServedFake):
 
     # ------------------------------------------------------------------------------ faults and records
 
-    def fail(
-        self, route_name: str, status: int, *, times: int = 1, reason: str | None = None, message: str | None = None
-    ) -> None:
-        self.server.fail(route_name, status, times=times, reason=reason, message=message)
-
-    def slow(self, route_name: str, seconds: float, *, times: int = 1) -> None:
-        self.server.slow(route_name, seconds, times=times)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        return self.server.requests
-
     def requests_for_job(self, job_id: str) -> list[RecordedRequest]:
         """The requests whose path names ``job_id`` (jobs.get, getQueryResults, jobs.cancel)."""
         return [r for r in self.server.requests if job_id in urllib.parse.unquote(r.path).split("/")]

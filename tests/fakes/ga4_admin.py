@@ -108,10 +108,6 @@ class FakeGA4Admin(ServedFake):
         self.oauth = oauth if oauth is not None else FakeGoogleOAuth(self.server)
         self._register_routes()
 
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        return self.server.requests
-
     # ------------------------------------------------------------------------------ routing
 
     def _register_routes(self) -> None:

@@ -460,6 +460,21 @@ class ServedFake:
         """The ``api_endpoint`` (or transport ``host``) to give the client: ``http://127.0.0.1:PORT``."""
         return self.server.url
 
+    def fail(
+        self, route_name: str, status: int, *, times: int = 1, reason: str | None = None, message: str | None = None
+    ) -> None:
+        """Answer the next ``times`` requests of a route (the fake's route names) with an error in Google's envelope."""
+        self.server.fail(route_name, status, times=times, reason=reason, message=message)
+
+    def slow(self, route_name: str, seconds: float, *, times: int = 1) -> None:
+        """Delay the next ``times`` requests of a route by ``seconds``."""
+        self.server.slow(route_name, seconds, times=times)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far (token requests included), oldest first."""
+        return self.server.requests
+
 
 class _LoopbackHTTPServer(ThreadingHTTPServer):
     daemon_threads = True

@@ -847,21 +847,6 @@ class FakeSearchConsole(ServedFake):
         self._build_sitemaps_and_inspections()
         self._register_routes()
 
-    def fail(
-        self, route_name: str, status: int, *, times: int = 1, reason: str | None = None, message: str | None = None
-    ) -> None:
-        """Answer the next ``times`` requests of a route (``ROUTE_NAMES``) with an error in Google's envelope."""
-        self.server.fail(route_name, status, times=times, reason=reason, message=message)
-
-    def slow(self, route_name: str, seconds: float, *, times: int = 1) -> None:
-        """Delay the next ``times`` requests of a route by ``seconds``."""
-        self.server.slow(route_name, seconds, times=times)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request received so far (token requests included), oldest first."""
-        return self.server.requests
-
     def reset_quotas(self) -> None:
         """Forget the calls counted against the per-site quotas."""
         with self._lock:
